@@ -1,0 +1,72 @@
+use std::path::PathBuf;
+
+/// Everything that can go wrong reading or writing a perf.data file.
+///
+/// Parse errors carry the byte offset in the file (or in the decompressed
+/// data stream, which is said) and what was expected there, so that a user
+/// can look at the bytes with `xxd -s OFFSET`.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}offset {offset:#x}: {what}", path_prefix(.path))]
+    Parse {
+        path: Option<PathBuf>,
+        offset: u64,
+        what: String,
+    },
+    #[error("{}not a perf.data file (magic {magic:02x?}, expected \"PERFILE2\")", path_prefix(.path))]
+    NotPerfData {
+        path: Option<PathBuf>,
+        magic: Vec<u8>,
+    },
+    #[error("{}{what}", path_prefix(.path))]
+    Unsupported { path: Option<PathBuf>, what: String },
+}
+
+fn path_prefix(path: &Option<PathBuf>) -> String {
+    match path {
+        Some(p) => format!("{}: ", p.display()),
+        None => String::new(),
+    }
+}
+
+impl Error {
+    pub(crate) fn parse(offset: u64, what: impl Into<String>) -> Self {
+        Error::Parse {
+            path: None,
+            offset,
+            what: what.into(),
+        }
+    }
+
+    /// Attach the file name to an error raised while parsing bytes.
+    pub fn with_path(self, p: &std::path::Path) -> Self {
+        match self {
+            Error::Parse {
+                path: None,
+                offset,
+                what,
+            } => Error::Parse {
+                path: Some(p.to_path_buf()),
+                offset,
+                what,
+            },
+            Error::NotPerfData { path: None, magic } => Error::NotPerfData {
+                path: Some(p.to_path_buf()),
+                magic,
+            },
+            Error::Unsupported { path: None, what } => Error::Unsupported {
+                path: Some(p.to_path_buf()),
+                what,
+            },
+            other => other,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
