@@ -1,0 +1,781 @@
+//! Records of the data section (and of the kernel's ring buffer, which uses
+//! the same layout): decoding from bytes and encoding back.
+
+use crate::attr::{sample_type as st, EventAttr};
+use crate::cursor::{align8, c_str, Cursor};
+use crate::error::{Error, Result};
+
+/// `perf_event_header.type` values.
+pub mod record_type {
+    pub const MMAP: u32 = 1;
+    pub const LOST: u32 = 2;
+    pub const COMM: u32 = 3;
+    pub const EXIT: u32 = 4;
+    pub const THROTTLE: u32 = 5;
+    pub const UNTHROTTLE: u32 = 6;
+    pub const FORK: u32 = 7;
+    pub const READ: u32 = 8;
+    pub const SAMPLE: u32 = 9;
+    pub const MMAP2: u32 = 10;
+    pub const AUX: u32 = 11;
+    pub const ITRACE_START: u32 = 12;
+    pub const LOST_SAMPLES: u32 = 13;
+    pub const SWITCH: u32 = 14;
+    pub const SWITCH_CPU_WIDE: u32 = 15;
+    pub const NAMESPACES: u32 = 16;
+    pub const KSYMBOL: u32 = 17;
+    pub const BPF_EVENT: u32 = 18;
+    pub const CGROUP: u32 = 19;
+    pub const TEXT_POKE: u32 = 20;
+    /// First of perf's own (user-space) record types; these carry no
+    /// sample_id trailer.
+    pub const USER_START: u32 = 64;
+    pub const HEADER_ATTR: u32 = 64;
+    pub const FINISHED_ROUND: u32 = 68;
+    pub const ID_INDEX: u32 = 69;
+    pub const THREAD_MAP: u32 = 73;
+    pub const CPU_MAP: u32 = 74;
+    pub const COMPRESSED: u32 = 81;
+    pub const FINISHED_INIT: u32 = 82;
+}
+
+/// `perf_event_header.misc` bits.
+pub mod misc {
+    pub const CPUMODE_MASK: u16 = 7;
+    pub const KERNEL: u16 = 1;
+    pub const USER: u16 = 2;
+    pub const HYPERVISOR: u16 = 3;
+    pub const GUEST_KERNEL: u16 = 4;
+    pub const GUEST_USER: u16 = 5;
+    pub const COMM_EXEC: u16 = 1 << 13;
+    pub const MMAP_BUILD_ID: u16 = 1 << 14;
+}
+
+/// `PERF_RECORD_KSYMBOL` types and flags.
+pub mod ksym {
+    pub const TYPE_UNKNOWN: u16 = 0;
+    pub const TYPE_BPF: u16 = 1;
+    pub const TYPE_OOL: u16 = 2;
+    pub const FLAG_UNREGISTER: u16 = 1;
+}
+
+/// `PERF_RECORD_BPF_EVENT` types.
+pub mod bpf_event {
+    pub const PROG_LOAD: u16 = 1;
+    pub const PROG_UNLOAD: u16 = 2;
+}
+
+/// Callchain context markers (`PERF_CONTEXT_*`).
+pub mod context {
+    pub const HV: u64 = -32i64 as u64;
+    pub const KERNEL: u64 = -128i64 as u64;
+    pub const USER: u64 = -512i64 as u64;
+    pub const GUEST: u64 = -2048i64 as u64;
+    pub const GUEST_KERNEL: u64 = -2176i64 as u64;
+    pub const GUEST_USER: u64 = -2560i64 as u64;
+    pub const MAX: u64 = -4095i64 as u64;
+}
+
+/// The `sample_id` fields every record may carry: from the trailer of a
+/// non-sample record, or from the body of a SAMPLE. Absent fields are 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SampleId {
+    pub pid: u32,
+    pub tid: u32,
+    pub time: u64,
+    pub id: u64,
+    pub stream_id: u64,
+    pub cpu: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mmap<'a> {
+    pub pid: u32,
+    pub tid: u32,
+    pub addr: u64,
+    pub len: u64,
+    pub pgoff: u64,
+    pub filename: &'a [u8],
+}
+
+/// How an MMAP2 record identifies its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileId<'a> {
+    Inode {
+        maj: u32,
+        min: u32,
+        ino: u64,
+        ino_generation: u64,
+    },
+    /// `misc & MMAP_BUILD_ID`: the build id (up to 20 bytes).
+    BuildId(&'a [u8]),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mmap2<'a> {
+    pub pid: u32,
+    pub tid: u32,
+    pub addr: u64,
+    pub len: u64,
+    pub pgoff: u64,
+    pub file_id: FileId<'a>,
+    pub prot: u32,
+    pub flags: u32,
+    pub filename: &'a [u8],
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Comm<'a> {
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: &'a [u8],
+}
+
+/// FORK and EXIT share a layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForkExit {
+    pub pid: u32,
+    pub ppid: u32,
+    pub tid: u32,
+    pub ptid: u32,
+    pub time: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lost {
+    pub id: u64,
+    pub lost: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ksymbol<'a> {
+    pub addr: u64,
+    pub len: u32,
+    pub ksym_type: u16,
+    pub flags: u16,
+    pub name: &'a [u8],
+}
+
+impl Ksymbol<'_> {
+    pub fn is_unregister(&self) -> bool {
+        self.flags & ksym::FLAG_UNREGISTER != 0
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BpfEvent {
+    pub type_: u16,
+    pub flags: u16,
+    pub id: u32,
+    pub tag: [u8; 8],
+}
+
+/// A SAMPLE, decoded up to and including its callchain (later fields such
+/// as RAW, branch stacks and registers are not decoded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample<'a> {
+    pub ip: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub time: u64,
+    pub addr: u64,
+    pub id: u64,
+    pub stream_id: u64,
+    pub cpu: u32,
+    pub period: u64,
+    /// The callchain's u64 entries as raw little-endian bytes (no copy).
+    pub callchain: Option<&'a [u8]>,
+}
+
+impl Sample<'_> {
+    /// Callchain entries, including `PERF_CONTEXT_*` markers.
+    pub fn callchain(&self) -> impl Iterator<Item = u64> + '_ {
+        self.callchain
+            .unwrap_or(&[])
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+    }
+}
+
+/// A decoded record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record<'a> {
+    Sample(Sample<'a>),
+    Mmap(Mmap<'a>),
+    Mmap2(Mmap2<'a>),
+    Comm(Comm<'a>),
+    Fork(ForkExit),
+    Exit(ForkExit),
+    Lost(Lost),
+    LostSamples(u64),
+    Ksymbol(Ksymbol<'a>),
+    BpfEvent(BpfEvent),
+    FinishedRound,
+    FinishedInit,
+    /// Any other type: skipped by readers, copied verbatim by writers.
+    Other(u32),
+}
+
+/// Common header fields of a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub type_: u32,
+    pub misc: u16,
+    pub size: u16,
+}
+
+impl Header {
+    pub fn parse(b: &[u8]) -> Option<Header> {
+        Some(Header {
+            type_: u32::from_le_bytes(b.get(0..4)?.try_into().ok()?),
+            misc: u16::from_le_bytes(b.get(4..6)?.try_into().ok()?),
+            size: u16::from_le_bytes(b.get(6..8)?.try_into().ok()?),
+        })
+    }
+}
+
+/// What a parser needs to know about the attr a record belongs to.
+pub trait AttrLookup {
+    /// The attr of a record, found through the IDENTIFIER field of
+    /// SAMPLEs and trailers. Files with one attr may ignore `id`.
+    fn attr_for_id(&self, id: u64) -> Option<&EventAttr>;
+    /// The attr that decides where IDENTIFIER sits (all attrs of a file
+    /// must agree on the id position).
+    fn first(&self) -> Option<&EventAttr>;
+}
+
+impl AttrLookup for EventAttr {
+    fn attr_for_id(&self, _id: u64) -> Option<&EventAttr> {
+        Some(self)
+    }
+    fn first(&self) -> Option<&EventAttr> {
+        Some(self)
+    }
+}
+
+/// Decode one whole record (`raw` starts at its header, `raw.len()` equals
+/// its size). `offset` is its position in the file or stream, for errors.
+pub fn parse_record<'a>(
+    raw: &'a [u8],
+    attrs: &dyn AttrLookup,
+    offset: u64,
+) -> Result<(Header, Record<'a>, SampleId)> {
+    let h =
+        Header::parse(raw).ok_or_else(|| Error::parse(offset, "record header: need 8 bytes"))?;
+    let first = attrs
+        .first()
+        .ok_or_else(|| Error::parse(offset, "record before any event attr"))?;
+    let mut body = Cursor::new(&raw[8..], offset + 8);
+
+    if h.type_ == record_type::SAMPLE {
+        let attr = sample_attr(raw, first, attrs, offset)?;
+        let (s, sid) = parse_sample(&mut body, attr)?;
+        return Ok((h, Record::Sample(s), sid));
+    }
+    if h.type_ >= record_type::USER_START {
+        let r = match h.type_ {
+            record_type::FINISHED_ROUND => Record::FinishedRound,
+            record_type::FINISHED_INIT => Record::FinishedInit,
+            t => Record::Other(t),
+        };
+        return Ok((h, r, SampleId::default()));
+    }
+    let (fields, sid) = split_trailer(raw, first, attrs, offset)?;
+    let mut c = Cursor::new(fields, offset + 8);
+    let rec = match h.type_ {
+        record_type::MMAP => Record::Mmap(Mmap {
+            pid: c.u32("MMAP.pid")?,
+            tid: c.u32("MMAP.tid")?,
+            addr: c.u64("MMAP.addr")?,
+            len: c.u64("MMAP.len")?,
+            pgoff: c.u64("MMAP.pgoff")?,
+            filename: c_str(c.rest()),
+        }),
+        record_type::MMAP2 => {
+            let (pid, tid) = (c.u32("MMAP2.pid")?, c.u32("MMAP2.tid")?);
+            let (addr, len, pgoff) = (
+                c.u64("MMAP2.addr")?,
+                c.u64("MMAP2.len")?,
+                c.u64("MMAP2.pgoff")?,
+            );
+            let file_id = if h.misc & misc::MMAP_BUILD_ID != 0 {
+                let size = c.u8("MMAP2.build_id_size")? as usize;
+                c.skip(3, "MMAP2.reserved")?;
+                let bid = c.bytes(20, "MMAP2.build_id")?;
+                FileId::BuildId(&bid[..size.min(20)])
+            } else {
+                FileId::Inode {
+                    maj: c.u32("MMAP2.maj")?,
+                    min: c.u32("MMAP2.min")?,
+                    ino: c.u64("MMAP2.ino")?,
+                    ino_generation: c.u64("MMAP2.ino_generation")?,
+                }
+            };
+            Record::Mmap2(Mmap2 {
+                pid,
+                tid,
+                addr,
+                len,
+                pgoff,
+                file_id,
+                prot: c.u32("MMAP2.prot")?,
+                flags: c.u32("MMAP2.flags")?,
+                filename: c_str(c.rest()),
+            })
+        }
+        record_type::COMM => Record::Comm(Comm {
+            pid: c.u32("COMM.pid")?,
+            tid: c.u32("COMM.tid")?,
+            comm: c_str(c.rest()),
+        }),
+        record_type::FORK | record_type::EXIT => {
+            let fe = ForkExit {
+                pid: c.u32("FORK.pid")?,
+                ppid: c.u32("FORK.ppid")?,
+                tid: c.u32("FORK.tid")?,
+                ptid: c.u32("FORK.ptid")?,
+                time: c.u64("FORK.time")?,
+            };
+            if h.type_ == record_type::FORK {
+                Record::Fork(fe)
+            } else {
+                Record::Exit(fe)
+            }
+        }
+        record_type::LOST => Record::Lost(Lost {
+            id: c.u64("LOST.id")?,
+            lost: c.u64("LOST.lost")?,
+        }),
+        record_type::LOST_SAMPLES => Record::LostSamples(c.u64("LOST_SAMPLES.lost")?),
+        record_type::KSYMBOL => Record::Ksymbol(Ksymbol {
+            addr: c.u64("KSYMBOL.addr")?,
+            len: c.u32("KSYMBOL.len")?,
+            ksym_type: c.u16("KSYMBOL.ksym_type")?,
+            flags: c.u16("KSYMBOL.flags")?,
+            name: c_str(c.rest()),
+        }),
+        record_type::BPF_EVENT => Record::BpfEvent(BpfEvent {
+            type_: c.u16("BPF_EVENT.type")?,
+            flags: c.u16("BPF_EVENT.flags")?,
+            id: c.u32("BPF_EVENT.id")?,
+            tag: c.array("BPF_EVENT.tag")?,
+        }),
+        t => Record::Other(t),
+    };
+    Ok((h, rec, sid))
+}
+
+fn sample_attr<'x>(
+    raw: &[u8],
+    first: &'x EventAttr,
+    attrs: &'x dyn AttrLookup,
+    offset: u64,
+) -> Result<&'x EventAttr> {
+    if first.sample_type & st::IDENTIFIER == 0 {
+        return Ok(first);
+    }
+    let id = raw
+        .get(8..16)
+        .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+        .ok_or_else(|| Error::parse(offset + 8, "SAMPLE: need 8 bytes for IDENTIFIER"))?;
+    attrs.attr_for_id(id).ok_or_else(|| {
+        Error::parse(
+            offset + 8,
+            format!("SAMPLE with event id {id} that no attr lists"),
+        )
+    })
+}
+
+/// Split a non-sample record into its fields and its decoded trailer.
+fn split_trailer<'a>(
+    raw: &'a [u8],
+    first: &EventAttr,
+    attrs: &dyn AttrLookup,
+    offset: u64,
+) -> Result<(&'a [u8], SampleId)> {
+    let n = first.id_trailer_size();
+    if n == 0 {
+        return Ok((&raw[8..], SampleId::default()));
+    }
+    if raw.len() < 8 + n {
+        return Err(Error::parse(
+            offset,
+            format!(
+                "record of {} bytes cannot hold its {n}-byte sample_id trailer",
+                raw.len()
+            ),
+        ));
+    }
+    let split = raw.len() - n;
+    let mut attr = first;
+    if first.sample_type & st::IDENTIFIER != 0 {
+        let id = u64::from_le_bytes(raw[raw.len() - 8..].try_into().unwrap());
+        // Synthesized records carry id 0; perf maps that to the first attr.
+        if let Some(a) = attrs.attr_for_id(id) {
+            attr = a;
+        }
+    }
+    let mut c = Cursor::new(&raw[split..], offset + split as u64);
+    let mut sid = SampleId::default();
+    let t = attr.sample_type;
+    if t & st::TID != 0 {
+        sid.pid = c.u32("sample_id.pid")?;
+        sid.tid = c.u32("sample_id.tid")?;
+    }
+    if t & st::TIME != 0 {
+        sid.time = c.u64("sample_id.time")?;
+    }
+    if t & st::ID != 0 {
+        sid.id = c.u64("sample_id.id")?;
+    }
+    if t & st::STREAM_ID != 0 {
+        sid.stream_id = c.u64("sample_id.stream_id")?;
+    }
+    if t & st::CPU != 0 {
+        sid.cpu = c.u32("sample_id.cpu")?;
+        c.u32("sample_id.res")?;
+    }
+    if t & st::IDENTIFIER != 0 {
+        sid.id = c.u64("sample_id.identifier")?;
+    }
+    Ok((&raw[8..split], sid))
+}
+
+fn parse_sample<'a>(c: &mut Cursor<'a>, attr: &EventAttr) -> Result<(Sample<'a>, SampleId)> {
+    let t = attr.sample_type;
+    let mut s = Sample {
+        ip: 0,
+        pid: 0,
+        tid: 0,
+        time: 0,
+        addr: 0,
+        id: 0,
+        stream_id: 0,
+        cpu: 0,
+        period: 0,
+        callchain: None,
+    };
+    if t & st::IDENTIFIER != 0 {
+        s.id = c.u64("SAMPLE.identifier")?;
+    }
+    if t & st::IP != 0 {
+        s.ip = c.u64("SAMPLE.ip")?;
+    }
+    if t & st::TID != 0 {
+        s.pid = c.u32("SAMPLE.pid")?;
+        s.tid = c.u32("SAMPLE.tid")?;
+    }
+    if t & st::TIME != 0 {
+        s.time = c.u64("SAMPLE.time")?;
+    }
+    if t & st::ADDR != 0 {
+        s.addr = c.u64("SAMPLE.addr")?;
+    }
+    if t & st::ID != 0 {
+        s.id = c.u64("SAMPLE.id")?;
+    }
+    if t & st::STREAM_ID != 0 {
+        s.stream_id = c.u64("SAMPLE.stream_id")?;
+    }
+    if t & st::CPU != 0 {
+        s.cpu = c.u32("SAMPLE.cpu")?;
+        c.u32("SAMPLE.res")?;
+    }
+    if t & st::PERIOD != 0 {
+        s.period = c.u64("SAMPLE.period")?;
+    }
+    if t & st::READ != 0 {
+        skip_read_values(c, attr.read_format)?;
+    }
+    if t & st::CALLCHAIN != 0 {
+        let nr = c.u64("SAMPLE.callchain.nr")?;
+        let bytes = nr
+            .checked_mul(8)
+            .filter(|&n| n <= c.remaining() as u64)
+            .ok_or_else(|| {
+                Error::parse(
+                    c.offset(),
+                    format!("SAMPLE.callchain: {nr} entries do not fit in the record"),
+                )
+            })?;
+        s.callchain = Some(c.bytes(bytes as usize, "SAMPLE.callchain")?);
+    }
+    let sid = SampleId {
+        pid: s.pid,
+        tid: s.tid,
+        time: s.time,
+        id: s.id,
+        stream_id: s.stream_id,
+        cpu: s.cpu,
+    };
+    Ok((s, sid))
+}
+
+fn skip_read_values(c: &mut Cursor<'_>, rf: u64) -> Result<()> {
+    use crate::attr::read_format as r;
+    let per_value = 8 + 8 * ((rf & r::ID != 0) as usize + (rf & r::LOST != 0) as usize);
+    let times = 8
+        * ((rf & r::TOTAL_TIME_ENABLED != 0) as usize + (rf & r::TOTAL_TIME_RUNNING != 0) as usize);
+    if rf & r::GROUP != 0 {
+        let nr = c.u64("SAMPLE.read.nr")?;
+        c.skip(times, "SAMPLE.read.times")?;
+        let n = nr
+            .checked_mul(per_value as u64)
+            .filter(|&n| n <= c.remaining() as u64)
+            .ok_or_else(|| {
+                Error::parse(c.offset(), format!("SAMPLE.read: {nr} values do not fit"))
+            })?;
+        c.skip(n as usize, "SAMPLE.read.values")
+    } else {
+        c.skip(per_value + times, "SAMPLE.read")
+    }
+}
+
+/// Encode `rec` as a complete record into `out` (appending). Non-sample
+/// records get the `sample_id` trailer that `attr` calls for, filled from
+/// `sid`; perf-internal records get none.
+pub fn encode_record(
+    rec: &Record<'_>,
+    misc: u16,
+    sid: &SampleId,
+    attr: &EventAttr,
+    out: &mut Vec<u8>,
+) {
+    let start = out.len();
+    let (ty, trailer) = match rec {
+        Record::Sample(_) => (record_type::SAMPLE, false),
+        Record::Mmap(_) => (record_type::MMAP, true),
+        Record::Mmap2(_) => (record_type::MMAP2, true),
+        Record::Comm(_) => (record_type::COMM, true),
+        Record::Fork(_) => (record_type::FORK, true),
+        Record::Exit(_) => (record_type::EXIT, true),
+        Record::Lost(_) => (record_type::LOST, true),
+        Record::LostSamples(_) => (record_type::LOST_SAMPLES, true),
+        Record::Ksymbol(_) => (record_type::KSYMBOL, true),
+        Record::BpfEvent(_) => (record_type::BPF_EVENT, true),
+        Record::FinishedRound => (record_type::FINISHED_ROUND, false),
+        Record::FinishedInit => (record_type::FINISHED_INIT, false),
+        Record::Other(t) => (*t, false),
+    };
+    out.extend_from_slice(&ty.to_le_bytes());
+    out.extend_from_slice(&misc.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    let put32 = |o: &mut Vec<u8>, v: u32| o.extend_from_slice(&v.to_le_bytes());
+    let put64 = |o: &mut Vec<u8>, v: u64| o.extend_from_slice(&v.to_le_bytes());
+    let put_str = |o: &mut Vec<u8>, s: &[u8]| {
+        o.extend_from_slice(s);
+        o.resize(o.len() + align8(s.len() + 1) - s.len(), 0);
+    };
+    match rec {
+        Record::Sample(s) => encode_sample(s, attr, out),
+        Record::Mmap(m) => {
+            put32(out, m.pid);
+            put32(out, m.tid);
+            put64(out, m.addr);
+            put64(out, m.len);
+            put64(out, m.pgoff);
+            put_str(out, m.filename);
+        }
+        Record::Mmap2(m) => {
+            put32(out, m.pid);
+            put32(out, m.tid);
+            put64(out, m.addr);
+            put64(out, m.len);
+            put64(out, m.pgoff);
+            match m.file_id {
+                FileId::Inode {
+                    maj,
+                    min,
+                    ino,
+                    ino_generation,
+                } => {
+                    put32(out, maj);
+                    put32(out, min);
+                    put64(out, ino);
+                    put64(out, ino_generation);
+                }
+                FileId::BuildId(b) => {
+                    let n = b.len().min(20);
+                    out.push(n as u8);
+                    out.extend_from_slice(&[0, 0, 0]);
+                    out.extend_from_slice(&b[..n]);
+                    out.resize(out.len() + 20 - n, 0);
+                }
+            }
+            put32(out, m.prot);
+            put32(out, m.flags);
+            put_str(out, m.filename);
+        }
+        Record::Comm(c) => {
+            put32(out, c.pid);
+            put32(out, c.tid);
+            put_str(out, c.comm);
+        }
+        Record::Fork(f) | Record::Exit(f) => {
+            put32(out, f.pid);
+            put32(out, f.ppid);
+            put32(out, f.tid);
+            put32(out, f.ptid);
+            put64(out, f.time);
+        }
+        Record::Lost(l) => {
+            put64(out, l.id);
+            put64(out, l.lost);
+        }
+        Record::LostSamples(n) => put64(out, *n),
+        Record::Ksymbol(k) => {
+            put64(out, k.addr);
+            put32(out, k.len);
+            out.extend_from_slice(&k.ksym_type.to_le_bytes());
+            out.extend_from_slice(&k.flags.to_le_bytes());
+            put_str(out, k.name);
+        }
+        Record::BpfEvent(b) => {
+            out.extend_from_slice(&b.type_.to_le_bytes());
+            out.extend_from_slice(&b.flags.to_le_bytes());
+            put32(out, b.id);
+            out.extend_from_slice(&b.tag);
+        }
+        Record::FinishedRound | Record::FinishedInit | Record::Other(_) => {}
+    }
+    if trailer && attr.sample_id_all() {
+        encode_sample_id(sid, attr.sample_type, out);
+    }
+    let size = (out.len() - start) as u16;
+    out[start + 6..start + 8].copy_from_slice(&size.to_le_bytes());
+}
+
+fn encode_sample_id(sid: &SampleId, t: u64, out: &mut Vec<u8>) {
+    if t & st::TID != 0 {
+        out.extend_from_slice(&sid.pid.to_le_bytes());
+        out.extend_from_slice(&sid.tid.to_le_bytes());
+    }
+    if t & st::TIME != 0 {
+        out.extend_from_slice(&sid.time.to_le_bytes());
+    }
+    if t & st::ID != 0 {
+        out.extend_from_slice(&sid.id.to_le_bytes());
+    }
+    if t & st::STREAM_ID != 0 {
+        out.extend_from_slice(&sid.stream_id.to_le_bytes());
+    }
+    if t & st::CPU != 0 {
+        out.extend_from_slice(&sid.cpu.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+    }
+    if t & st::IDENTIFIER != 0 {
+        out.extend_from_slice(&sid.id.to_le_bytes());
+    }
+}
+
+fn encode_sample(s: &Sample<'_>, attr: &EventAttr, out: &mut Vec<u8>) {
+    let t = attr.sample_type;
+    let mut p = |bit: u64, v: &[u8]| {
+        if t & bit != 0 {
+            out.extend_from_slice(v)
+        }
+    };
+    p(st::IDENTIFIER, &s.id.to_le_bytes());
+    p(st::IP, &s.ip.to_le_bytes());
+    p(
+        st::TID,
+        &[s.pid.to_le_bytes(), s.tid.to_le_bytes()].concat(),
+    );
+    p(st::TIME, &s.time.to_le_bytes());
+    p(st::ADDR, &s.addr.to_le_bytes());
+    p(st::ID, &s.id.to_le_bytes());
+    p(st::STREAM_ID, &s.stream_id.to_le_bytes());
+    p(st::CPU, &[s.cpu.to_le_bytes(), [0; 4]].concat());
+    p(st::PERIOD, &s.period.to_le_bytes());
+    if t & st::CALLCHAIN != 0 {
+        let cc = s.callchain.unwrap_or(&[]);
+        out.extend_from_slice(&((cc.len() / 8) as u64).to_le_bytes());
+        out.extend_from_slice(&cc[..cc.len() / 8 * 8]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attr::flags;
+
+    fn attr() -> EventAttr {
+        EventAttr {
+            sample_type: st::IP
+                | st::TID
+                | st::TIME
+                | st::CPU
+                | st::PERIOD
+                | st::CALLCHAIN
+                | st::IDENTIFIER,
+            flags: flags::SAMPLE_ID_ALL,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn ksymbol_matches_the_kernel_layout() {
+        let a = attr();
+        let k = Record::Ksymbol(Ksymbol {
+            addr: 0xffffffffc0001000,
+            len: 0x5a,
+            ksym_type: ksym::TYPE_BPF,
+            flags: 0,
+            name: b"bpf_prog_6e278343dfe6e3bb_work",
+        });
+        let sid = SampleId {
+            pid: 1,
+            tid: 2,
+            time: 3,
+            id: 4,
+            cpu: 1,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        encode_record(&k, 0, &sid, &a, &mut out);
+        // 24 header+fields, 32 for the padded name, 32 trailer: the 0x58 perf shows.
+        assert_eq!(out.len(), 0x58);
+        let (_, r, s) = parse_record(&out, &a, 0).unwrap();
+        assert_eq!(r, k);
+        assert_eq!(s, sid);
+    }
+
+    #[test]
+    fn sample_with_callchain_round_trips_and_truncations_fail() {
+        let a = attr();
+        let cc: Vec<u8> = [context::KERNEL, 0xffffffff81000010, context::USER, 0x401000]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let s = Sample {
+            ip: 0xffffffff81000010,
+            pid: 10,
+            tid: 11,
+            time: 12,
+            addr: 0,
+            id: 7,
+            stream_id: 0,
+            cpu: 1,
+            period: 250000,
+            callchain: Some(&cc),
+        };
+        let mut out = Vec::new();
+        encode_record(
+            &Record::Sample(s),
+            misc::KERNEL,
+            &SampleId::default(),
+            &a,
+            &mut out,
+        );
+        let (h, r, _) = parse_record(&out, &a, 0).unwrap();
+        assert_eq!(h.size as usize, out.len());
+        let Record::Sample(p) = r else {
+            panic!("not a sample")
+        };
+        assert_eq!(p.callchain().collect::<Vec<_>>()[3], 0x401000);
+        assert_eq!(p, s);
+        for cut in 8..out.len() {
+            assert!(parse_record(&out[..cut], &a, 0).is_err(), "cut {cut}");
+        }
+    }
+}
