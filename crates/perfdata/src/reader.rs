@@ -1,0 +1,711 @@
+//! Reading perf.data: header, attrs and features at open; the data section
+//! streamed through a bounded buffer, decompressed if needed, and delivered
+//! in time order with perf's FINISHED_ROUND semantics.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use crate::attr::{sample_type as st, AttrEntry, EventAttr};
+use crate::attrs_index::Attrs;
+use crate::cursor::Cursor;
+use crate::error::{Error, Result};
+use crate::features::{feature, Features};
+use crate::header::{FileHeader, Section, HEADER_SIZE};
+use crate::record::{parse_record, record_type as rt, Header, Record, SampleId};
+
+/// Feature sections larger than this are not read (perf's own are far
+/// smaller; a hostile size must not become an allocation).
+const MAX_FEATURE_SIZE: u64 = 1 << 30;
+
+/// When this many records wait for their round to close, the older half is
+/// delivered early, as perf does when its queue hits its memory limit.
+const MAX_QUEUED: usize = 1 << 21;
+
+enum Input {
+    File(BufReader<File>),
+    Bytes(std::io::Cursor<std::sync::Arc<[u8]>>),
+}
+
+impl Input {
+    fn reader(&mut self) -> &mut dyn Read {
+        match self {
+            Input::File(f) => f,
+            Input::Bytes(b) => b,
+        }
+    }
+    fn seek(&mut self, off: u64) -> std::io::Result<()> {
+        match self {
+            Input::File(f) => f.seek(SeekFrom::Start(off)).map(|_| ()),
+            Input::Bytes(b) => b.seek(SeekFrom::Start(off)).map(|_| ()),
+        }
+    }
+}
+
+/// An open perf.data file.
+pub struct PerfFile {
+    path: Option<PathBuf>,
+    file: Option<File>,
+    bytes: Option<std::sync::Arc<[u8]>>,
+    len: u64,
+    header: FileHeader,
+    attrs: Attrs,
+    features: Features,
+}
+
+impl PerfFile {
+    /// Open and read the header, attrs and feature sections.
+    pub fn open(path: &Path) -> Result<PerfFile> {
+        let io = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        let mut f = PerfFile {
+            path: Some(path.to_path_buf()),
+            file: Some(file),
+            bytes: None,
+            len,
+            header: FileHeader::default(),
+            attrs: Attrs::default(),
+            features: Features::default(),
+        };
+        f.load().map_err(|e| e.with_path(path))?;
+        Ok(f)
+    }
+
+    /// Read a file held in memory (for tests and fuzzing).
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<PerfFile> {
+        let len = bytes.len() as u64;
+        let mut f = PerfFile {
+            path: None,
+            file: None,
+            bytes: Some(bytes.into()),
+            len,
+            header: FileHeader::default(),
+            attrs: Attrs::default(),
+            features: Features::default(),
+        };
+        f.load()?;
+        Ok(f)
+    }
+
+    fn read_at(&self, offset: u64, len: u64, what: &str) -> Result<Vec<u8>> {
+        let range = Section { offset, size: len }.range(self.len, offset, what)?;
+        if let Some(b) = &self.bytes {
+            return Ok(b[range].to_vec());
+        }
+        let mut buf = vec![0u8; len as usize];
+        let mut f = self.file.as_ref().expect("file or bytes");
+        let r = f
+            .seek(SeekFrom::Start(offset))
+            .and_then(|_| f.read_exact(&mut buf));
+        r.map_err(|source| Error::Io {
+            path: self.path.clone().unwrap_or_default(),
+            source,
+        })?;
+        Ok(buf)
+    }
+
+    fn load(&mut self) -> Result<()> {
+        let head = self.read_at(0, HEADER_SIZE.min(self.len), "header")?;
+        self.header = FileHeader::parse(&head)?;
+        if head.len() < HEADER_SIZE as usize {
+            return Err(Error::parse(
+                self.len,
+                "file ends inside the 104-byte header",
+            ));
+        }
+        let h = self.header;
+        if h.attr_size < 64 + 16 || h.attr_size > 4096 {
+            return Err(Error::parse(
+                16,
+                format!(
+                    "attr_size {} is not a perf_event_attr plus ids section",
+                    h.attr_size
+                ),
+            ));
+        }
+        let attrs_raw = self.read_at(h.attrs.offset, h.attrs.size, "attrs")?;
+        let n = attrs_raw.len() as u64 / h.attr_size;
+        let mut entries = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            let at = h.attrs.offset + i * h.attr_size;
+            let chunk = &attrs_raw[(i * h.attr_size) as usize..((i + 1) * h.attr_size) as usize];
+            let attr_bytes = &chunk[..(h.attr_size - 16) as usize];
+            let size = u32::from_le_bytes(attr_bytes[4..8].try_into().unwrap()) as usize;
+            let attr = EventAttr::parse(&attr_bytes[..size.clamp(64, attr_bytes.len())], at)?;
+            let mut c = Cursor::new(&chunk[(h.attr_size - 16) as usize..], at + h.attr_size - 16);
+            let ids_sec = Section::read(&mut c, "attr ids section")?;
+            let ids_raw = self.read_at(ids_sec.offset, ids_sec.size, "attr ids")?;
+            let ids = ids_raw
+                .chunks_exact(8)
+                .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+                .collect();
+            entries.push(AttrEntry {
+                name: attr.default_name(),
+                attr,
+                ids,
+            });
+        }
+        if entries.is_empty() {
+            return Err(Error::parse(24, "the file lists no event attrs"));
+        }
+        let trailer = entries[0].attr.id_trailer_size();
+        if entries.iter().any(|e| e.attr.id_trailer_size() != trailer) {
+            return Err(Error::Unsupported {
+                path: None,
+                what: "events with different sample_id layouts in one file".into(),
+            });
+        }
+        self.read_features()?;
+        for (e, d) in entries.iter_mut().zip(&self.features.event_desc) {
+            if !d.name.is_empty() {
+                e.name = d.name.clone();
+            }
+        }
+        self.attrs = Attrs::new(entries);
+        Ok(())
+    }
+
+    fn read_features(&mut self) -> Result<()> {
+        let bits: Vec<u32> = self.header.feature_bits().collect();
+        if bits.is_empty() {
+            return Ok(());
+        }
+        let index_off = self
+            .header
+            .data
+            .offset
+            .saturating_add(self.header.data.size);
+        let index = match self.read_at(index_off, bits.len() as u64 * 16, "feature index") {
+            Ok(i) => i,
+            Err(e) => {
+                self.features
+                    .warnings
+                    .push(format!("feature sections unreadable: {e}"));
+                return Ok(());
+            }
+        };
+        let mut c = Cursor::new(&index, index_off);
+        let mut features = std::mem::take(&mut self.features);
+        for bit in bits {
+            let at = c.offset();
+            let sec = Section::read(&mut c, "feature index")?;
+            let r = if sec.size > MAX_FEATURE_SIZE {
+                Err(Error::parse(
+                    at,
+                    format!("feature {bit} claims {} bytes", sec.size),
+                ))
+            } else {
+                self.read_at(sec.offset, sec.size, "feature")
+                    .and_then(|body| features.decode(bit, &body, sec.offset))
+            };
+            if let Err(e) = r {
+                features.warnings.push(format!(
+                    "feature section {} skipped: {e}",
+                    feature_name(bit)
+                ));
+            }
+        }
+        self.features = features;
+        Ok(())
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    pub fn header(&self) -> &FileHeader {
+        &self.header
+    }
+
+    /// Attrs with their ids and names (from EVENT_DESC when present).
+    pub fn attrs(&self) -> &[AttrEntry] {
+        self.attrs.entries()
+    }
+
+    /// The attr index of an event id (the IDENTIFIER of a record).
+    pub fn attr_index(&self, id: u64) -> Option<usize> {
+        self.attrs.index_of(id)
+    }
+
+    pub fn features(&self) -> &Features {
+        &self.features
+    }
+
+    /// Size in bytes of the data section (records, possibly compressed).
+    pub fn data_size(&self) -> u64 {
+        self.data_range().1 - self.data_range().0
+    }
+
+    fn data_range(&self) -> (u64, u64) {
+        let d = self.header.data;
+        // A size of 0 means the writer never finished: read to the end.
+        let end = if d.size == 0 {
+            self.len
+        } else {
+            d.offset.saturating_add(d.size).min(self.len)
+        };
+        (d.offset.min(end), end)
+    }
+
+    /// Records in time order, as perf delivers them.
+    pub fn records(&self) -> Result<Records<'_>> {
+        self.records_with(true)
+    }
+
+    /// Records in file order (`perf report -D` order).
+    pub fn records_in_file_order(&self) -> Result<Records<'_>> {
+        self.records_with(false)
+    }
+
+    fn records_with(&self, sorted: bool) -> Result<Records<'_>> {
+        let (start, end) = self.data_range();
+        let mut input = match (&self.file, &self.bytes) {
+            (Some(f), _) => {
+                let f = f.try_clone().map_err(|source| Error::Io {
+                    path: self.path.clone().unwrap_or_default(),
+                    source,
+                })?;
+                Input::File(BufReader::with_capacity(1 << 20, f))
+            }
+            (None, Some(b)) => Input::Bytes(std::io::Cursor::new(b.clone())),
+            (None, None) => unreachable!("PerfFile has a file or bytes"),
+        };
+        input.seek(start).map_err(|source| Error::Io {
+            path: self.path.clone().unwrap_or_default(),
+            source,
+        })?;
+        let first = self.attrs.entries()[0].attr;
+        Ok(Records {
+            file: self,
+            input,
+            pos: start,
+            end,
+            unterminated: self.header.data.size == 0,
+            sorted: sorted && first.sample_type & st::TIME != 0,
+            first,
+            inflate: None,
+            queue: Vec::new(),
+            qarena: Vec::new(),
+            ready: Vec::new(),
+            rarena: Vec::new(),
+            ibuf: Vec::with_capacity(4096),
+            ibuf_offset: 0,
+            seq: 0,
+            next_flush: 0,
+            max_time: 0,
+            done: false,
+            warnings: Vec::new(),
+        })
+    }
+}
+
+fn feature_name(bit: u32) -> String {
+    match bit {
+        feature::BUILD_ID => "BUILD_ID".into(),
+        feature::EVENT_DESC => "EVENT_DESC".into(),
+        feature::BPF_PROG_INFO => "BPF_PROG_INFO".into(),
+        feature::BPF_BTF => "BPF_BTF".into(),
+        feature::CMDLINE => "CMDLINE".into(),
+        b => format!("#{b}"),
+    }
+}
+
+/// One record as delivered by [`Records::next`].
+#[derive(Debug, Clone, Copy)]
+pub struct RecordRef<'a> {
+    pub header: Header,
+    pub record: Record<'a>,
+    pub sample_id: SampleId,
+    /// The record's bytes, header included.
+    pub raw: &'a [u8],
+    /// Offset in the file, or in the decompressed stream for records of a
+    /// compressed file (see [`RecordRef::compressed`]).
+    pub offset: u64,
+    pub compressed: bool,
+}
+
+#[derive(Clone, Copy)]
+struct Queued {
+    time: u64,
+    seq: u64,
+    start: usize,
+    len: usize,
+    offset: u64,
+    compressed: bool,
+}
+
+struct Inflate {
+    decoder: zstd::stream::raw::Decoder<'static>,
+    out: Vec<u8>,
+    pos: usize,
+    /// Offset in the decompressed stream of `out[0]`.
+    base: u64,
+}
+
+enum Next {
+    Ready,
+    Immediate,
+    End,
+}
+
+/// A streaming, time-ordering iterator over a file's records. Memory is
+/// bounded by the records of two rounds, not by the file.
+///
+/// An `Err` for a record whose body does not decode leaves the iterator
+/// usable (call `next` again to skip it); an `Err` for broken framing (a
+/// record size that cannot be right) ends it.
+pub struct Records<'f> {
+    file: &'f PerfFile,
+    input: Input,
+    pos: u64,
+    end: u64,
+    unterminated: bool,
+    sorted: bool,
+    first: EventAttr,
+    inflate: Option<Inflate>,
+    queue: Vec<Queued>,
+    qarena: Vec<u8>,
+    ready: Vec<Queued>,
+    rarena: Vec<u8>,
+    ibuf: Vec<u8>,
+    ibuf_offset: u64,
+    seq: u64,
+    next_flush: u64,
+    max_time: u64,
+    done: bool,
+    /// Problems that did not stop reading (an unterminated file's partial
+    /// last record, timestamps out of order beyond a round).
+    pub warnings: Vec<String>,
+}
+
+impl<'f> Records<'f> {
+    pub fn next(&mut self) -> Result<Option<RecordRef<'_>>> {
+        let src = loop {
+            if !self.ready.is_empty() {
+                break Next::Ready;
+            }
+            if self.done {
+                break Next::End;
+            }
+            let (compressed, offset) = match self.read_raw()? {
+                Some(x) => x,
+                None => {
+                    self.flush(u64::MAX);
+                    self.done = true;
+                    continue;
+                }
+            };
+            let h = Header::parse(&self.ibuf).expect("read_raw reads whole headers");
+            match h.type_ {
+                rt::COMPRESSED | COMPRESSED2 => {
+                    self.inflate_record(h.type_, offset)?;
+                    continue;
+                }
+                rt::FINISHED_ROUND if self.sorted => {
+                    let limit = self.next_flush;
+                    self.flush(limit);
+                    self.next_flush = self.max_time;
+                    continue;
+                }
+                t if t >= rt::USER_START || !self.sorted => {
+                    self.ibuf_offset = offset;
+                    let _ = compressed;
+                    break Next::Immediate;
+                }
+                _ => {}
+            }
+            let time = self.time_of(&self.ibuf);
+            self.max_time = self.max_time.max(time);
+            let start = self.qarena.len();
+            self.qarena.extend_from_slice(&self.ibuf);
+            self.queue.push(Queued {
+                time,
+                seq: self.seq,
+                start,
+                len: self.ibuf.len(),
+                offset,
+                compressed,
+            });
+            self.seq += 1;
+            if self.queue.len() >= MAX_QUEUED {
+                self.flush_half();
+            }
+        };
+        let (raw, offset, compressed) = match src {
+            Next::End => return Ok(None),
+            Next::Immediate => (&self.ibuf[..], self.ibuf_offset, self.inflate.is_some()),
+            Next::Ready => {
+                let q = self.ready.pop().expect("ready is not empty");
+                (
+                    &self.rarena[q.start..q.start + q.len],
+                    q.offset,
+                    q.compressed,
+                )
+            }
+        };
+        let (header, record, sample_id) =
+            parse_record(raw, &self.file.attrs, offset).map_err(|e| {
+                match (&self.file.path, compressed) {
+                    (_, true) => {
+                        Error::parse(offset, format!("in the decompressed data stream: {e}"))
+                    }
+                    (Some(p), _) => e.with_path(p),
+                    _ => e,
+                }
+            })?;
+        Ok(Some(RecordRef {
+            header,
+            record,
+            sample_id,
+            raw,
+            offset,
+            compressed,
+        }))
+    }
+
+    /// Read the next whole record into `ibuf`, from the decompressed stream
+    /// if one is pending, else from the file. Returns (compressed, offset).
+    fn read_raw(&mut self) -> Result<Option<(bool, u64)>> {
+        if let Some(inf) = &mut self.inflate {
+            let avail = &inf.out[inf.pos..];
+            if avail.len() >= 8 {
+                let size = u16::from_le_bytes([avail[6], avail[7]]) as usize;
+                let off = inf.base + inf.pos as u64;
+                if size < 8 {
+                    return Err(Error::parse(
+                        off,
+                        format!("record size {size} in the decompressed data stream"),
+                    ));
+                }
+                if avail.len() >= size {
+                    self.ibuf.clear();
+                    self.ibuf.extend_from_slice(&avail[..size]);
+                    inf.pos += size;
+                    return Ok(Some((true, off)));
+                }
+            }
+        }
+        if self.pos >= self.end {
+            return Ok(None);
+        }
+        let off = self.pos;
+        let left = self.end - self.pos;
+        let path = self.file.path.clone();
+        let io_err = |source| Error::Io {
+            path: path.clone().unwrap_or_default(),
+            source,
+        };
+        if left < 8 {
+            return self.truncated(
+                off,
+                format!("{left} bytes at the end of the data section, too few for a record header"),
+            );
+        }
+        self.ibuf.resize(8, 0);
+        self.input
+            .reader()
+            .read_exact(&mut self.ibuf[..8])
+            .map_err(io_err)?;
+        let h = Header::parse(&self.ibuf).expect("8 bytes");
+        let size = h.size as u64;
+        if size < 8 {
+            return Err(self.framing(
+                off,
+                format!(
+                    "record of type {} claims size {size}, less than its header",
+                    h.type_
+                ),
+            ));
+        }
+        if size > left {
+            return self.truncated(
+                off,
+                format!(
+                    "record of type {} claims {size} bytes, only {left} left in the data section",
+                    h.type_
+                ),
+            );
+        }
+        self.ibuf.resize(size as usize, 0);
+        self.input
+            .reader()
+            .read_exact(&mut self.ibuf[8..])
+            .map_err(io_err)?;
+        self.pos += size;
+        Ok(Some((false, off)))
+    }
+
+    fn framing(&self, off: u64, what: String) -> Error {
+        let e = Error::parse(off, what);
+        match &self.file.path {
+            Some(p) => e.with_path(p),
+            None => e,
+        }
+    }
+
+    fn truncated(&mut self, off: u64, what: String) -> Result<Option<(bool, u64)>> {
+        if self.unterminated {
+            self.warnings.push(format!(
+                "offset {off:#x}: {what} (the file was not properly terminated)"
+            ));
+            self.pos = self.end;
+            return Ok(None);
+        }
+        Err(self.framing(off, what))
+    }
+
+    fn inflate_record(&mut self, ty: u32, offset: u64) -> Result<()> {
+        let payload = if ty == COMPRESSED2 {
+            let mut c = Cursor::new(&self.ibuf[8..], offset + 8);
+            let n = c.u64("COMPRESSED2.data_size")?;
+            let avail = c.remaining() as u64;
+            if n > avail {
+                return Err(self.framing(
+                    offset,
+                    format!("COMPRESSED2 data_size {n} exceeds the record"),
+                ));
+            }
+            c.bytes(n as usize, "COMPRESSED2.data")?
+        } else {
+            &self.ibuf[8..]
+        };
+        let inf = match &mut self.inflate {
+            Some(i) => i,
+            None => {
+                let decoder =
+                    zstd::stream::raw::Decoder::new().map_err(|e| Error::Unsupported {
+                        path: self.file.path.clone(),
+                        what: format!("zstd: {e}"),
+                    })?;
+                self.inflate.insert(Inflate {
+                    decoder,
+                    out: Vec::new(),
+                    pos: 0,
+                    base: 0,
+                })
+            }
+        };
+        // Drop what has been consumed, keeping a partial record.
+        inf.base += inf.pos as u64;
+        inf.out.drain(..inf.pos);
+        inf.pos = 0;
+        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+        let mut input = InBuffer::around(payload);
+        let mut chunk = vec![0u8; 1 << 16];
+        while input.pos() < payload.len() {
+            let mut out = OutBuffer::around(&mut chunk[..]);
+            inf.decoder.run(&mut input, &mut out).map_err(|e| {
+                Error::parse(
+                    offset,
+                    format!("COMPRESSED record: zstd data does not decode: {e}"),
+                )
+            })?;
+            let n = out.pos();
+            inf.out.extend_from_slice(&chunk[..n]);
+            if n == 0 && input.pos() < payload.len() {
+                // No progress with input left: the decoder needs a new frame.
+                inf.decoder
+                    .reinit()
+                    .map_err(|e| Error::parse(offset, format!("zstd: {e}")))?;
+            }
+        }
+        // Drain output still buffered inside the decoder.
+        loop {
+            let mut out = OutBuffer::around(&mut chunk[..]);
+            let mut empty = InBuffer::around(&[][..]);
+            inf.decoder.run(&mut empty, &mut out).map_err(|e| {
+                Error::parse(
+                    offset,
+                    format!("COMPRESSED record: zstd data does not decode: {e}"),
+                )
+            })?;
+            if out.pos() == 0 {
+                break;
+            }
+            let n = out.pos();
+            inf.out.extend_from_slice(&chunk[..n]);
+        }
+        Ok(())
+    }
+
+    fn time_of(&self, raw: &[u8]) -> u64 {
+        let rd = |off: usize| {
+            raw.get(off..off + 8)
+                .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+                .unwrap_or(0)
+        };
+        let ty = u32::from_le_bytes(raw[..4].try_into().unwrap());
+        if ty == rt::SAMPLE {
+            let mut attr = &self.first;
+            if attr.sample_type & st::IDENTIFIER != 0 {
+                if let Some(i) = self.file.attrs.index_of(rd(8)) {
+                    attr = &self.file.attrs.entries()[i].attr;
+                }
+            }
+            let t = attr.sample_type;
+            if t & st::TIME == 0 {
+                return 0;
+            }
+            let off = 8 + 8
+                * ((t & st::IDENTIFIER != 0) as usize
+                    + (t & st::IP != 0) as usize
+                    + (t & st::TID != 0) as usize);
+            return rd(off);
+        }
+        let n = self.first.id_trailer_size();
+        if n == 0 || self.first.sample_type & st::TIME == 0 || raw.len() < 8 + n {
+            return 0;
+        }
+        let tid = if self.first.sample_type & st::TID != 0 {
+            8
+        } else {
+            0
+        };
+        rd(raw.len() - n + tid)
+    }
+
+    /// Move every queued record with time <= limit to `ready`, in order.
+    fn flush(&mut self, limit: u64) {
+        if self.queue.is_empty() {
+            return;
+        }
+        self.queue.sort_unstable_by_key(|q| (q.time, q.seq));
+        let cut = self.queue.partition_point(|q| q.time <= limit);
+        let mut rarena = std::mem::take(&mut self.rarena);
+        rarena.clear();
+        let mut ready = Vec::with_capacity(cut);
+        for q in &self.queue[..cut] {
+            let start = rarena.len();
+            rarena.extend_from_slice(&self.qarena[q.start..q.start + q.len]);
+            ready.push(Queued { start, ..*q });
+        }
+        let mut qarena = Vec::with_capacity(self.qarena.len());
+        let mut keep = Vec::with_capacity(self.queue.len() - cut);
+        for q in &self.queue[cut..] {
+            let start = qarena.len();
+            qarena.extend_from_slice(&self.qarena[q.start..q.start + q.len]);
+            keep.push(Queued { start, ..*q });
+        }
+        ready.reverse();
+        self.ready = ready;
+        self.rarena = rarena;
+        self.queue = keep;
+        self.qarena = qarena;
+    }
+
+    fn flush_half(&mut self) {
+        self.queue.sort_unstable_by_key(|q| (q.time, q.seq));
+        let mid = self.queue[self.queue.len() / 2].time;
+        self.warnings.push(format!(
+            "more than {MAX_QUEUED} records in one round: delivered those up to time {mid} early"
+        ));
+        self.flush(mid);
+    }
+}
+
+/// PERF_RECORD_COMPRESSED2 (perf >= 6.16): a u64 size before the payload.
+const COMPRESSED2: u32 = 83;
