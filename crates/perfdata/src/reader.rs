@@ -383,6 +383,9 @@ pub struct Records<'f> {
 }
 
 impl<'f> Records<'f> {
+    // A lending iterator (records borrow the round buffer), so it cannot be
+    // `Iterator`; `next` keeps the familiar name.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<RecordRef<'_>>> {
         let src = loop {
             if !self.ready.is_empty() {
