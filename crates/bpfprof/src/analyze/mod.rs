@@ -1,0 +1,10 @@
+//! Analysis of recordings: aggregation, report tables, the BPF view, call
+//! graphs and annotation.
+
+pub mod bpf_view;
+pub mod callgraph;
+pub mod profile;
+pub mod render;
+pub mod table;
+
+pub use profile::{Profile, ProfileOptions};

@@ -1,0 +1,356 @@
+//! One pass over a recording: replay the side-band records in time order,
+//! resolve every sample, and aggregate. Everything a report or annotate
+//! shows is derived from a [`Profile`].
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+use perfdata::{ksym, misc, BpfProgInfo, PerfFile, Record};
+use rustc_hash::FxHashMap;
+
+use crate::symbolize::Map;
+use crate::symbolize::{BpfSymbols, CommId, DsoKind, Frame, Kallsyms, Symbolizer};
+
+/// How a sample is keyed before any `--sort` is applied: the finest
+/// grouping a report can ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RowKey {
+    pub comm: CommId,
+    pub pid: u32,
+    pub frame: Frame,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub samples: u64,
+    pub period: u64,
+}
+
+impl Counts {
+    pub fn add(&mut self, period: u64) {
+        self.samples += 1;
+        self.period += period;
+    }
+}
+
+/// Call stacks as a prefix tree: node = (parent, frame), root = 0.
+#[derive(Debug, Default)]
+pub struct Stacks {
+    pub nodes: Vec<(u32, Frame)>,
+    index: FxHashMap<(u32, Frame), u32>,
+}
+
+impl Stacks {
+    fn child(&mut self, parent: u32, f: Frame) -> u32 {
+        if let Some(&n) = self.index.get(&(parent, f)) {
+            return n;
+        }
+        if self.nodes.is_empty() {
+            // Node 0 is the root; its frame is never read.
+            self.nodes.push((0, f));
+        }
+        let n = self.nodes.len() as u32;
+        self.nodes.push((parent, f));
+        self.index.insert((parent, f), n);
+        n
+    }
+
+    /// Frames of a stack, leaf first.
+    pub fn frames(&self, mut node: u32) -> impl Iterator<Item = Frame> + '_ {
+        std::iter::from_fn(move || {
+            if node == 0 {
+                return None;
+            }
+            let (parent, f) = self.nodes[node as usize];
+            node = parent;
+            Some(f)
+        })
+    }
+}
+
+/// A BPF program as the recording knows it.
+#[derive(Debug, Clone, Default)]
+pub struct ProgRecord {
+    pub info: Option<BpfProgInfo>,
+    pub btf: Option<Vec<u8>>,
+}
+
+/// Options for building a profile.
+#[derive(Debug, Clone, Default)]
+pub struct ProfileOptions {
+    /// Keep call stacks (needed for `-g` and `--children`).
+    pub callchains: bool,
+    pub kallsyms: Option<std::path::PathBuf>,
+    pub symfs: Option<std::path::PathBuf>,
+    /// Show progress on stderr.
+    pub progress: bool,
+}
+
+pub struct Profile {
+    pub sym: Symbolizer,
+    pub rows: FxHashMap<RowKey, Counts>,
+    pub stacks: Stacks,
+    /// (row, stack leaf node) → counts; filled with `callchains`.
+    pub chains: FxHashMap<(RowKey, u32), Counts>,
+    pub total: Counts,
+    /// The sampling event whose samples are aggregated, by name.
+    pub event: String,
+    /// Samples of other events, by name (reported, not aggregated).
+    pub other_events: BTreeMap<String, u64>,
+    pub lost: u64,
+    pub lost_samples: u64,
+    pub first_time: u64,
+    pub last_time: u64,
+    pub progs: BTreeMap<u32, ProgRecord>,
+    pub warnings: Vec<String>,
+}
+
+impl Profile {
+    pub fn build(file: &PerfFile, opts: &ProfileOptions) -> Result<Profile> {
+        let path = file
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let f = file.features();
+        let mut warnings: Vec<String> = f.warnings.clone();
+
+        let mut progs: BTreeMap<u32, ProgRecord> = BTreeMap::new();
+        let btfs: FxHashMap<u32, &Vec<u8>> = f
+            .bpf_btf
+            .iter()
+            .flatten()
+            .map(|b| (b.id, &b.data))
+            .collect();
+        for info in f.bpf_prog_info.iter().flatten() {
+            let btf = (info.btf_id != 0)
+                .then(|| btfs.get(&info.btf_id).map(|b| (*b).clone()))
+                .flatten();
+            progs.insert(
+                info.id,
+                ProgRecord {
+                    info: Some(info.clone()),
+                    btf,
+                },
+            );
+        }
+        let bpf = BpfSymbols::new(
+            progs
+                .iter()
+                .filter_map(|(&id, p)| Some((id, p.info.as_ref()?.jited_ksyms.clone()))),
+        );
+
+        let kallsyms_path = opts
+            .kallsyms
+            .clone()
+            .unwrap_or_else(|| "/proc/kallsyms".into());
+        let kallsyms = Kallsyms::load(&kallsyms_path).unwrap_or_default();
+        if kallsyms.restricted {
+            warnings.push(format!(
+                "{}: kernel addresses are hidden (kptr_restrict): kernel symbols show as addresses; run as root or set kernel.kptr_restrict=0",
+                kallsyms_path.display()
+            ));
+        }
+        if let (Some(rec), Ok(run)) = (
+            &f.osrelease,
+            std::fs::read_to_string("/proc/sys/kernel/osrelease"),
+        ) {
+            if opts.kallsyms.is_none() && rec.trim() != run.trim() {
+                warnings.push(format!(
+                    "recorded on kernel {} but running {}: kernel symbols may be wrong (use --kallsyms FILE)",
+                    rec.trim(),
+                    run.trim()
+                ));
+            }
+        }
+        let mut sym = Symbolizer::new(kallsyms, bpf);
+        sym.symfs = opts.symfs.clone();
+        for b in &f.build_ids {
+            sym.build_ids.insert(b.filename.clone(), b.build_id.clone());
+        }
+
+        // The first attr that is not a dummy is the sampling event.
+        let attrs = file.attrs();
+        let sampling = attrs
+            .iter()
+            .position(|a| {
+                !(a.attr.type_ == perfdata::event_type::SOFTWARE
+                    && a.attr.config == perfdata::sw::DUMMY)
+            })
+            .unwrap_or(0);
+
+        let mut p = Profile {
+            sym,
+            rows: FxHashMap::default(),
+            stacks: Stacks::default(),
+            chains: FxHashMap::default(),
+            total: Counts::default(),
+            event: attrs[sampling].name.clone(),
+            other_events: BTreeMap::new(),
+            lost: 0,
+            lost_samples: 0,
+            first_time: u64::MAX,
+            last_time: 0,
+            progs,
+            warnings,
+        };
+        let mut progress = crate::progress::Progress::new(opts.progress, file.data_size());
+        let mut records = file.records().with_context(|| format!("reading {path}"))?;
+        let mut chain: Vec<Frame> = Vec::with_capacity(256);
+        while let Some(r) = records.next().with_context(|| format!("reading {path}"))? {
+            progress.update(r.offset);
+            let sid = r.sample_id;
+            match r.record {
+                Record::Sample(s) => {
+                    let idx = file.attr_index(s.id).unwrap_or(0);
+                    if idx != sampling {
+                        *p.other_events.entry(attrs[idx].name.clone()).or_default() += 1;
+                        continue;
+                    }
+                    let kernel = is_kernel_mode(r.header.misc, s.ip);
+                    let comm = p.sym.threads.comm_of(s.pid, s.tid);
+                    let frame = p.sym.resolve(s.pid, s.ip, kernel);
+                    let key = RowKey {
+                        comm,
+                        pid: s.pid,
+                        frame,
+                    };
+                    let period = s.period.max(1);
+                    p.rows.entry(key).or_default().add(period);
+                    p.total.add(period);
+                    p.first_time = p.first_time.min(s.time);
+                    p.last_time = p.last_time.max(s.time);
+                    if opts.callchains {
+                        chain.clear();
+                        resolve_chain(&mut p.sym, s.pid, &s, kernel, &mut chain);
+                        let mut node = 0;
+                        for &f in chain.iter().rev() {
+                            node = p.stacks.child(node, f);
+                        }
+                        p.chains.entry((key, node)).or_default().add(period);
+                    }
+                }
+                Record::Comm(c) => {
+                    let name = String::from_utf8_lossy(c.comm);
+                    p.sym.threads.set_comm(c.pid, c.tid, &name);
+                }
+                Record::Fork(f) => p.sym.threads.fork(f.pid, f.ppid, f.tid, f.ptid),
+                Record::Exit(f) => p.sym.threads.exit(f.pid, f.tid),
+                Record::Mmap(m) => {
+                    let name = String::from_utf8_lossy(m.filename);
+                    p.map(m.pid, m.addr, m.len, m.pgoff, &name, None);
+                }
+                Record::Mmap2(m) => {
+                    let name = String::from_utf8_lossy(m.filename);
+                    let bid = match m.file_id {
+                        perfdata::FileId::BuildId(b) => Some(b.to_vec()),
+                        _ => None,
+                    };
+                    p.map(m.pid, m.addr, m.len, m.pgoff, &name, bid);
+                }
+                Record::Ksymbol(k)
+                    if k.ksym_type == ksym::TYPE_BPF || k.ksym_type == ksym::TYPE_OOL =>
+                {
+                    let name = String::from_utf8_lossy(k.name);
+                    if k.is_unregister() {
+                        p.sym.bpf.unregister(k.addr, &name, sid.time);
+                    } else if k.len > 0 {
+                        p.sym.bpf.register(k.addr, k.len, &name, sid.time);
+                    }
+                }
+                Record::BpfEvent(b) => {
+                    let load = b.type_ == perfdata::bpf_event::PROG_LOAD;
+                    p.sym
+                        .bpf
+                        .bpf_event(load, b.id, b.tag, sid.time, sid.pid, sid.tid);
+                    if load && sid.time != 0 {
+                        // Keep the loader's name while it is known.
+                        p.sym.threads.comm_of(sid.pid, sid.tid);
+                    }
+                }
+                Record::Lost(l) => p.lost += l.lost,
+                Record::LostSamples(n) => p.lost_samples += n,
+                _ => {}
+            }
+        }
+        progress.finish();
+        p.warnings.append(&mut records.warnings);
+        if p.first_time == u64::MAX {
+            p.first_time = 0;
+        }
+        Ok(p)
+    }
+
+    fn map(
+        &mut self,
+        pid: u32,
+        addr: u64,
+        len: u64,
+        pgoff: u64,
+        name: &str,
+        build_id: Option<Vec<u8>>,
+    ) {
+        // Kernel and module maps: kallsyms answers for those addresses.
+        if pid == u32::MAX || addr >= crate::symbolize::KERNEL_START {
+            return;
+        }
+        let kind = match name {
+            "[vdso]" => DsoKind::Vdso,
+            n if n.starts_with('/') => DsoKind::User,
+            _ => DsoKind::Unknown,
+        };
+        let dso = self.sym.dso_id(kind, name);
+        if let Some(b) = build_id {
+            self.sym.dsos[dso as usize].build_id.get_or_insert(b);
+        }
+        self.sym.threads.mmap(
+            pid,
+            Map {
+                start: addr,
+                end: addr.saturating_add(len),
+                pgoff,
+                dso,
+            },
+        );
+    }
+
+    /// Share of all samples' period, in percent.
+    pub fn percent(&self, c: &Counts) -> f64 {
+        if self.total.period == 0 {
+            0.0
+        } else {
+            100.0 * c.period as f64 / self.total.period as f64
+        }
+    }
+}
+
+fn is_kernel_mode(misc_bits: u16, ip: u64) -> bool {
+    match misc_bits & misc::CPUMODE_MASK {
+        misc::KERNEL | misc::GUEST_KERNEL => true,
+        misc::USER | misc::GUEST_USER => false,
+        _ => ip >= crate::symbolize::KERNEL_START,
+    }
+}
+
+/// Resolve a sample's callchain, leaf first, skipping context markers.
+fn resolve_chain(
+    sym: &mut Symbolizer,
+    pid: u32,
+    s: &perfdata::Sample<'_>,
+    kernel: bool,
+    out: &mut Vec<Frame>,
+) {
+    use perfdata::context;
+    let mut in_kernel = kernel;
+    let mut any = false;
+    for addr in s.callchain() {
+        if addr >= context::MAX {
+            in_kernel = matches!(addr, context::KERNEL | context::GUEST_KERNEL);
+            continue;
+        }
+        any = true;
+        out.push(sym.resolve(pid, addr, in_kernel));
+    }
+    if !any {
+        out.push(sym.resolve(pid, s.ip, kernel));
+    }
+}

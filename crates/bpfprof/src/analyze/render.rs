@@ -1,0 +1,313 @@
+//! Printing a report: perf-style stdio tables (with call graphs) and JSON.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use super::bpf_view::{self, BpfSummary};
+use super::callgraph::{self, CallOrder};
+use super::profile::Profile;
+use super::table::{self, bpf_prog_of, Filters, Row, SortKey};
+
+/// What `bpfprof report` prints.
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    pub keys: Vec<SortKey>,
+    pub filters: Filters,
+    pub children: bool,
+    /// Print call graphs under each row (`-g`).
+    pub callgraph: Option<CallOrder>,
+    /// Hide rows below this percentage.
+    pub percent_limit: f64,
+    /// Only the BPF view.
+    pub bpf_only: bool,
+    /// The short BPF section at the top of the default report.
+    pub bpf_summary: bool,
+}
+
+fn fmt_count(n: u64) -> String {
+    if n >= 10_000_000 {
+        format!("{}M", n / 1_000_000)
+    } else if n >= 10_000 {
+        format!("{}K", n / 1000)
+    } else {
+        n.to_string()
+    }
+}
+
+pub fn stdio(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Result<()> {
+    for w in &p.warnings {
+        writeln!(out, "# warning: {w}")?;
+    }
+    if p.total.samples == 0 {
+        writeln!(
+            out,
+            "# The profile has no samples of '{}': nothing to report.",
+            p.event
+        )?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "# Samples: {} of event '{}'",
+        fmt_count(p.total.samples),
+        p.event
+    )?;
+    writeln!(out, "# Event count (approx.): {}", p.total.period)?;
+    if p.lost + p.lost_samples > 0 {
+        writeln!(
+            out,
+            "# Lost: {} records, {} samples",
+            p.lost, p.lost_samples
+        )?;
+    }
+    for (name, n) in &p.other_events {
+        writeln!(out, "# ({n} samples of '{name}' not shown)")?;
+    }
+    let summary = bpf_view::summarize(p);
+    if o.bpf_only {
+        return match summary {
+            Some(s) => bpf_table(&s, None, out),
+            None => writeln!(out, "# No samples landed in BPF programs."),
+        };
+    }
+    if let (true, Some(s)) = (o.bpf_summary, &summary) {
+        bpf_table(s, Some(5), out)?;
+    }
+    writeln!(out, "#")?;
+    let rows = table::group(p, &o.keys, &o.filters, o.children);
+    main_table(p, o, &rows, out)
+}
+
+fn main_table(
+    p: &Profile,
+    o: &ReportOptions,
+    rows: &[Row],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let visible: Vec<&Row> = rows
+        .iter()
+        .filter(|r| p.percent(&r.children.unwrap_or(r.counts)) >= o.percent_limit)
+        .collect();
+    let cells: Vec<Vec<String>> = visible
+        .iter()
+        .map(|r| {
+            o.keys
+                .iter()
+                .map(|&k| table::column(p, k, &r.key))
+                .collect()
+        })
+        .collect();
+    let mut widths: Vec<usize> = o.keys.iter().map(|k| k.header().len()).collect();
+    for row in &cells {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let last = o.keys.len().saturating_sub(1);
+    let mut head = String::from("# ");
+    let mut dots = String::from("# ");
+    if o.children {
+        head += "Children      Self";
+        dots += "........  ........";
+    } else {
+        head += "Overhead";
+        dots += "........";
+    }
+    head += "   Samples";
+    dots += "  ........";
+    for (i, k) in o.keys.iter().enumerate() {
+        let w = if i == last {
+            k.header().len()
+        } else {
+            widths[i]
+        };
+        head += &format!("  {:<w$}", k.header());
+        dots += &format!("  {}", ".".repeat(w));
+    }
+    writeln!(out, "{}\n{}\n#", head.trim_end(), dots)?;
+    for (r, row) in visible.iter().zip(&cells) {
+        let mut line = String::new();
+        if let Some(ch) = r.children {
+            line += &format!("  {:>7.2}%  {:>7.2}%", p.percent(&ch), p.percent(&r.counts));
+        } else {
+            line += &format!("  {:>7.2}%", p.percent(&r.counts));
+        }
+        line += &format!("  {:>8}", r.counts.samples);
+        for (i, c) in row.iter().enumerate() {
+            if i == last {
+                line += &format!("  {c}");
+            } else {
+                line += &format!("  {:<w$}", c, w = widths[i]);
+            }
+        }
+        writeln!(out, "{line}")?;
+        if let Some(order) = o.callgraph {
+            callgraph::print(
+                p,
+                &o.filters,
+                &o.keys,
+                &r.key,
+                order,
+                o.percent_limit.max(0.5),
+                out,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn secs(t: Option<f64>) -> String {
+    t.map_or_else(|| "-".into(), |s| format!("{s:.3}s"))
+}
+
+/// The per-program table; `limit` shortens it for the default report.
+pub fn bpf_table(s: &BpfSummary, limit: Option<usize>, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "#\n# BPF programs: {:.2}% of all samples ({} samples) in {} programs",
+        s.percent,
+        s.samples,
+        s.programs.len()
+    )?;
+    writeln!(
+        out,
+        "#  Overhead   Samples      ID  Type             Tag               Name              Loaded   Unloaded  Loader         Run count   Avg ns"
+    )?;
+    let n = limit.unwrap_or(usize::MAX);
+    for pr in s.programs.iter().take(n) {
+        let loader = match (pr.loader_pid, &pr.loader_comm) {
+            (Some(pid), Some(c)) => format!("{pid}/{c}"),
+            _ => "-".into(),
+        };
+        let (runs, avg) = match (pr.run_cnt, pr.run_time_ns) {
+            (Some(c), Some(t)) if c > 0 => (c.to_string(), format!("{}", t / c)),
+            _ => ("-".into(), "-".into()),
+        };
+        writeln!(
+            out,
+            "#  {:>7.2}%  {:>8}  {:>6}  {:<15}  {:<16}  {:<16}  {:>8}  {:>8}  {:<13}  {:>9}  {:>7}{}",
+            pr.percent,
+            pr.samples,
+            pr.id,
+            pr.prog_type,
+            pr.tag,
+            pr.name,
+            secs(pr.loaded_at),
+            secs(pr.unloaded_at),
+            loader,
+            runs,
+            avg,
+            if pr.has_info { "" } else { "  (no prog info: not annotatable)" }
+        )?;
+        if limit.is_none() || pr.subprogs.len() > 1 {
+            for sub in &pr.subprogs {
+                writeln!(
+                    out,
+                    "#       {:>7.2}%  {:>8}    sub {}  {}",
+                    sub.percent, sub.samples, sub.index, sub.name
+                )?;
+            }
+        }
+        if pr.image_samples > 0 {
+            writeln!(
+                out,
+                "#       + {} samples in its trampoline/dispatcher",
+                pr.image_samples
+            )?;
+        }
+    }
+    if s.programs.len() > n {
+        writeln!(
+            out,
+            "#  ... {} more (bpfprof report --bpf)",
+            s.programs.len() - n
+        )?;
+    }
+    for img in &s.images {
+        let to = img.charged_to.map_or_else(
+            || "shared or unknown programs".to_string(),
+            |id| format!("program {id}"),
+        );
+        writeln!(
+            out,
+            "#  {:>7.2}%  {:>8}  {}  (serves {to})",
+            img.percent, img.samples, img.name
+        )?;
+    }
+    for u in &s.unattributed {
+        writeln!(
+            out,
+            "#  {:>7.2}%  {:>8}  {}  (program id unknown: no BPF_EVENT)",
+            u.percent, u.samples, u.name
+        )?;
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct JsonRow {
+    overhead: f64,
+    children: Option<f64>,
+    samples: u64,
+    period: u64,
+    comm: Option<String>,
+    pid: Option<u32>,
+    dso: Option<String>,
+    symbol: Option<String>,
+    kernel: bool,
+    bpf_prog_id: Option<u32>,
+    bpf_subprog: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    event: &'a str,
+    samples: u64,
+    period: u64,
+    lost: u64,
+    lost_samples: u64,
+    sort: &'a [SortKey],
+    warnings: &'a [String],
+    rows: Vec<JsonRow>,
+    bpf: Option<BpfSummary>,
+}
+
+pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Result<()> {
+    let rows = table::group(p, &o.keys, &o.filters, o.children);
+    let has = |k| o.keys.contains(&k);
+    let json_rows = rows
+        .iter()
+        .filter(|r| p.percent(&r.children.unwrap_or(r.counts)) >= o.percent_limit)
+        .map(|r| {
+            let s = &p.sym.syms[r.key.frame.sym as usize];
+            let bpf = bpf_prog_of(p, &r.key);
+            JsonRow {
+                overhead: p.percent(&r.counts),
+                children: r.children.map(|c| p.percent(&c)),
+                samples: r.counts.samples,
+                period: r.counts.period,
+                comm: has(SortKey::Comm).then(|| p.sym.threads.comms[r.key.comm as usize].clone()),
+                pid: has(SortKey::Pid).then_some(r.key.pid),
+                dso: has(SortKey::Dso).then(|| p.sym.dsos[r.key.frame.dso as usize].short.clone()),
+                symbol: has(SortKey::Sym).then(|| s.name.clone()),
+                kernel: p.sym.dsos[s.dso as usize].is_kernel(),
+                bpf_prog_id: bpf.map(|b| b.0),
+                bpf_subprog: bpf.map(|b| b.1),
+            }
+        })
+        .collect();
+    let report = JsonReport {
+        event: &p.event,
+        samples: p.total.samples,
+        period: p.total.period,
+        lost: p.lost,
+        lost_samples: p.lost_samples,
+        sort: &o.keys,
+        warnings: &p.warnings,
+        rows: json_rows,
+        bpf: bpf_view::summarize(p),
+    };
+    serde_json::to_writer_pretty(&mut *out, &report)?;
+    writeln!(out)
+}

@@ -1,0 +1,184 @@
+//! Grouping a profile's rows by `--sort` keys, with filters and percent
+//! limits: the data behind the main report table, before it is printed.
+
+use rustc_hash::FxHashMap;
+
+use super::profile::{Counts, Profile, RowKey};
+use crate::symbolize::DsoKind;
+
+/// A `--sort` key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SortKey {
+    Comm,
+    Pid,
+    Dso,
+    #[value(alias = "symbol")]
+    Sym,
+    BpfProg,
+}
+
+impl SortKey {
+    pub fn header(self) -> &'static str {
+        match self {
+            SortKey::Comm => "Command",
+            SortKey::Pid => "Pid:Command",
+            SortKey::Dso => "Shared Object",
+            SortKey::Sym => "Symbol",
+            SortKey::BpfProg => "BPF program",
+        }
+    }
+}
+
+/// `--comm`, `--pid`, `--dso` filters (each a set; empty = all).
+#[derive(Debug, Clone, Default)]
+pub struct Filters {
+    pub comms: Vec<String>,
+    pub pids: Vec<u32>,
+    pub dsos: Vec<String>,
+}
+
+impl Filters {
+    pub fn keep(&self, p: &Profile, k: &RowKey) -> bool {
+        (self.comms.is_empty()
+            || self
+                .comms
+                .iter()
+                .any(|c| *c == p.sym.threads.comms[k.comm as usize]))
+            && (self.pids.is_empty() || self.pids.contains(&k.pid))
+            && (self.dsos.is_empty() || {
+                let d = &p.sym.dsos[k.frame.dso as usize];
+                self.dsos.iter().any(|x| *x == d.short || *x == d.name)
+            })
+    }
+}
+
+/// One output row: the sort keys' values (ids) and its counts.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// A representative key (the first raw row folded into this one) from
+    /// which every column's text is derived.
+    pub key: RowKey,
+    pub counts: Counts,
+    /// With `--children`: the period of samples with this row anywhere in
+    /// the stack.
+    pub children: Option<Counts>,
+}
+
+fn group_key(keys: &[SortKey], p: &Profile, k: &RowKey) -> [u64; 5] {
+    let mut out = [u64::MAX; 5];
+    for (slot, key) in out.iter_mut().zip(keys) {
+        *slot = match key {
+            SortKey::Comm => k.comm as u64,
+            SortKey::Pid => k.pid as u64,
+            SortKey::Dso => k.frame.dso as u64,
+            SortKey::Sym => k.frame.sym as u64,
+            SortKey::BpfProg => bpf_prog_of(p, k).map_or(u64::MAX, |(id, _)| id as u64),
+        };
+    }
+    out
+}
+
+/// The BPF program and sub-program a row's symbol belongs to.
+pub fn bpf_prog_of(p: &Profile, k: &RowKey) -> Option<(u32, u32)> {
+    let s = &p.sym.syms[k.frame.sym as usize];
+    p.sym.bpf.syms.get(s.bpf? as usize)?.prog
+}
+
+/// Group rows by the sort keys, apply filters, sort by overhead.
+pub fn group(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) -> Vec<Row> {
+    let mut groups: FxHashMap<[u64; 5], Row> = FxHashMap::default();
+    for (k, c) in &p.rows {
+        if !filters.keep(p, k) {
+            continue;
+        }
+        let g = groups.entry(group_key(keys, p, k)).or_insert(Row {
+            key: *k,
+            counts: Counts::default(),
+            children: children.then(Counts::default),
+        });
+        g.counts.samples += c.samples;
+        g.counts.period += c.period;
+    }
+    if children {
+        add_children(p, keys, filters, &mut groups);
+    }
+    let mut rows: Vec<Row> = groups.into_values().collect();
+    let weight = |r: &Row| r.children.unwrap_or(r.counts).period;
+    rows.sort_by(|a, b| {
+        weight(b)
+            .cmp(&weight(a))
+            .then(b.counts.period.cmp(&a.counts.period))
+            .then_with(|| label(p, keys, &a.key).cmp(&label(p, keys, &b.key)))
+    });
+    rows
+}
+
+/// Children: each sample counts once for every distinct group its stack
+/// passes through (the leaf included).
+fn add_children(
+    p: &Profile,
+    keys: &[SortKey],
+    filters: &Filters,
+    groups: &mut FxHashMap<[u64; 5], Row>,
+) {
+    let mut seen: Vec<[u64; 5]> = Vec::with_capacity(64);
+    for ((k, node), c) in &p.chains {
+        if !filters.keep(p, k) {
+            continue;
+        }
+        seen.clear();
+        for f in p.stacks.frames(*node) {
+            let fk = RowKey { frame: f, ..*k };
+            let g = group_key(keys, p, &fk);
+            if seen.contains(&g) {
+                continue;
+            }
+            seen.push(g);
+            let row = groups.entry(g).or_insert(Row {
+                key: fk,
+                counts: Counts::default(),
+                children: Some(Counts::default()),
+            });
+            let ch = row.children.get_or_insert_with(Counts::default);
+            ch.samples += c.samples;
+            ch.period += c.period;
+        }
+    }
+}
+
+/// Text of one column for a row.
+pub fn column(p: &Profile, key: SortKey, k: &RowKey) -> String {
+    let comm = || p.sym.threads.comms[k.comm as usize].clone();
+    match key {
+        SortKey::Comm => comm(),
+        SortKey::Pid => format!("{}:{}", k.pid, comm()),
+        SortKey::Dso => p.sym.dsos[k.frame.dso as usize].short.clone(),
+        SortKey::Sym => {
+            let s = &p.sym.syms[k.frame.sym as usize];
+            let kernel = p.sym.dsos[s.dso as usize].is_kernel()
+                || (p.sym.dsos[s.dso as usize].kind == DsoKind::Unknown
+                    && s.start >= crate::symbolize::KERNEL_START);
+            format!("[{}] {}", if kernel { 'k' } else { '.' }, s.name)
+        }
+        SortKey::BpfProg => match bpf_prog_of(p, k) {
+            Some((id, _)) => {
+                let name = p
+                    .progs
+                    .get(&id)
+                    .and_then(|r| r.info.as_ref())
+                    .map(|i| i.name.clone())
+                    .unwrap_or_default();
+                format!("{id} {name}")
+            }
+            None => "-".into(),
+        },
+    }
+}
+
+fn label(p: &Profile, keys: &[SortKey], k: &RowKey) -> String {
+    keys.iter()
+        .map(|&s| column(p, s, k))
+        .collect::<Vec<_>>()
+        .join("\u{0}")
+}

@@ -1,0 +1,107 @@
+//! `bpfprof report`: where the CPU went.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use bpfprof::analyze::callgraph::CallOrder;
+use bpfprof::analyze::render::{self, ReportOptions};
+use bpfprof::analyze::table::{Filters, SortKey};
+use bpfprof::analyze::{Profile, ProfileOptions};
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Input file.
+    #[arg(short = 'i', long = "input", default_value = "perf.data")]
+    pub input: PathBuf,
+    /// Sort (group) by these keys, comma-separated: comm, pid, dso, sym, bpf_prog.
+    #[arg(
+        short = 's',
+        long,
+        value_delimiter = ',',
+        default_value = "comm,dso,sym"
+    )]
+    pub sort: Vec<SortKey>,
+    /// Show each row's share including its callees (needs a recording with -g).
+    #[arg(long, overrides_with = "no_children")]
+    pub children: bool,
+    /// Show only each row's own samples (the default).
+    #[arg(long)]
+    pub no_children: bool,
+    /// Print call graphs under each row: callee (default) or caller order.
+    #[arg(short = 'g', long = "call-graph", num_args = 0..=1, default_missing_value = "callee")]
+    pub call_graph: Option<CallOrder>,
+    /// Only these commands (comma-separated).
+    #[arg(long = "comm", alias = "comms", value_delimiter = ',')]
+    pub comms: Vec<String>,
+    /// Only these process ids (comma-separated).
+    #[arg(long = "pid", value_delimiter = ',')]
+    pub pids: Vec<u32>,
+    /// Only these shared objects (short or full names, comma-separated).
+    #[arg(long = "dso", alias = "dsos", value_delimiter = ',')]
+    pub dsos: Vec<String>,
+    /// Hide rows below this percentage.
+    #[arg(long, default_value_t = 0.0)]
+    pub percent_limit: f64,
+    /// The BPF view only: per program, all sub-programs summed.
+    #[arg(long)]
+    pub bpf: bool,
+    /// Leave out the BPF summary at the top of the default report.
+    #[arg(long)]
+    pub no_bpf_summary: bool,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Kernel symbols from this file instead of /proc/kallsyms.
+    #[arg(long)]
+    pub kallsyms: Option<PathBuf>,
+    /// Look for binaries under this directory.
+    #[arg(long)]
+    pub symfs: Option<PathBuf>,
+    /// Accepted for perf compatibility; output is always plain text.
+    #[arg(long, hide = true)]
+    pub stdio: bool,
+}
+
+pub fn run(a: &ReportArgs) -> Result<()> {
+    let callchains = a.children || a.call_graph.is_some();
+    let file = perfdata::PerfFile::open(&a.input).with_context(|| {
+        format!(
+            "cannot read {} (record one with `bpfprof record`)",
+            a.input.display()
+        )
+    })?;
+    let profile = Profile::build(
+        &file,
+        &ProfileOptions {
+            callchains,
+            kallsyms: a.kallsyms.clone(),
+            symfs: a.symfs.clone(),
+            progress: !a.json,
+        },
+    )?;
+    let opts = ReportOptions {
+        keys: a.sort.clone(),
+        filters: Filters {
+            comms: a.comms.clone(),
+            pids: a.pids.clone(),
+            dsos: a.dsos.clone(),
+        },
+        children: a.children && !a.no_children,
+        callgraph: a.call_graph,
+        percent_limit: a.percent_limit,
+        bpf_only: a.bpf,
+        bpf_summary: !a.no_bpf_summary,
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let r = if a.json {
+        render::json(&profile, &opts, &mut out)
+    } else {
+        render::stdio(&profile, &opts, &mut out)
+    };
+    match r.and_then(|_| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing the report"),
+    }
+}

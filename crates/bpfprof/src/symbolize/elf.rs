@@ -1,0 +1,139 @@
+//! User-space symbols from ELF files (.symtab, else .dynsym), with the
+//! segment table needed to turn a file offset into a symbol address.
+
+use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+
+#[derive(Debug, Clone, Copy)]
+struct Sym {
+    start: u64,
+    end: u64,
+    name_off: u32,
+    name_len: u32,
+}
+
+/// One ELF file's function symbols.
+#[derive(Debug, Default)]
+pub struct ElfSymbols {
+    syms: Vec<Sym>,
+    names: String,
+    /// (file offset, file size, virtual address) of each loadable segment.
+    segments: Vec<(u64, u64, u64)>,
+    pub build_id: Option<Vec<u8>>,
+    /// Whether the symbols came from a full .symtab (else .dynsym only).
+    pub has_symtab: bool,
+}
+
+impl ElfSymbols {
+    /// Parse an ELF image. Errors are returned as text: the caller only
+    /// reports them once per file.
+    pub fn parse(data: &[u8]) -> Result<ElfSymbols, String> {
+        let obj = object::File::parse(data).map_err(|e| e.to_string())?;
+        let mut out = ElfSymbols {
+            build_id: obj.build_id().ok().flatten().map(<[u8]>::to_vec),
+            ..Default::default()
+        };
+        for seg in obj.segments() {
+            let (off, size) = seg.file_range();
+            out.segments.push((off, size, seg.address()));
+        }
+        let dynamic = !obj.symbols().any(|s| s.kind() == SymbolKind::Text);
+        out.has_symtab = !dynamic;
+        let table: Vec<object::Symbol<'_, '_>> = if dynamic {
+            obj.dynamic_symbols().collect()
+        } else {
+            obj.symbols().collect()
+        };
+        for s in table {
+            if s.kind() != SymbolKind::Text || s.address() == 0 || !s.is_definition() {
+                continue;
+            }
+            let Ok(name) = s.name() else { continue };
+            if name.is_empty() {
+                continue;
+            }
+            let name = demangle(name);
+            let name_off = out.names.len() as u32;
+            out.names.push_str(&name);
+            out.syms.push(Sym {
+                start: s.address(),
+                end: s.address() + s.size(),
+                name_off,
+                name_len: name.len() as u32,
+            });
+        }
+        out.syms
+            .sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
+        out.syms.dedup_by_key(|s| s.start);
+        // Zero-sized symbols extend to the next one, as perf's fixup does.
+        for i in 0..out.syms.len() {
+            if out.syms[i].end == out.syms[i].start {
+                out.syms[i].end = out.syms.get(i + 1).map_or(u64::MAX, |n| n.start);
+            }
+        }
+        Ok(out)
+    }
+
+    /// This file's segments with another file's symbols: a stripped
+    /// binary with its separate debug file.
+    pub fn with_symbols_of(self, debug: ElfSymbols) -> ElfSymbols {
+        ElfSymbols {
+            segments: self.segments,
+            build_id: self.build_id,
+            ..debug
+        }
+    }
+
+    /// The virtual address that file offset `off` is loaded at.
+    pub fn offset_to_vaddr(&self, off: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|&&(o, size, _)| off >= o && off < o + size.max(1))
+            .map(|&(o, _, vaddr)| off - o + vaddr)
+    }
+
+    /// The function containing `vaddr`, with the symbol's start address.
+    pub fn lookup(&self, vaddr: u64) -> Option<(&str, u64)> {
+        let i = self
+            .syms
+            .partition_point(|s| s.start <= vaddr)
+            .checked_sub(1)?;
+        let s = self.syms[i];
+        (vaddr < s.end).then(|| {
+            (
+                &self.names[s.name_off as usize..(s.name_off + s.name_len) as usize],
+                s.start,
+            )
+        })
+    }
+
+    /// A function's bytes range by name (for annotate).
+    pub fn find(&self, name: &str) -> Option<(u64, u64)> {
+        self.syms
+            .iter()
+            .find(|s| &self.names[s.name_off as usize..(s.name_off + s.name_len) as usize] == name)
+            .map(|s| (s.start, s.end))
+    }
+
+    /// The file offset of `vaddr`, the inverse of [`Self::offset_to_vaddr`].
+    pub fn vaddr_to_offset(&self, vaddr: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|&&(_, size, va)| vaddr >= va && vaddr < va + size)
+            .map(|&(o, _, va)| vaddr - va + o)
+    }
+}
+
+/// Rust and C++ names demangled as perf shows them (Rust without the hash).
+fn demangle(name: &str) -> String {
+    if let Ok(d) = rustc_demangle::try_demangle(name) {
+        return format!("{d:#}");
+    }
+    if name.starts_with("_Z") {
+        if let Ok(d) = cpp_demangle::Symbol::new(name) {
+            if let Ok(s) = d.demangle(&cpp_demangle::DemangleOptions::default()) {
+                return s;
+            }
+        }
+    }
+    name.to_string()
+}

@@ -1,0 +1,303 @@
+//! Turning addresses into (shared object, symbol) pairs, as they were at the
+//! time of each sample: kernel symbols from kallsyms, BPF programs from the
+//! recording's own KSYMBOL/BPF_EVENT stream, user code from the recorded
+//! mappings and the binaries' ELF symbols.
+
+pub mod bpf;
+mod debug_files;
+pub mod elf;
+pub mod kallsyms;
+mod threads;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use rustc_hash::FxHashMap;
+
+pub use bpf::{BpfSymId, BpfSymbols};
+pub use elf::ElfSymbols;
+pub use kallsyms::Kallsyms;
+pub use threads::{Map, Threads};
+
+pub type DsoId = u32;
+pub type SymId = u32;
+pub type CommId = u32;
+
+/// What kind of code a shared object holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DsoKind {
+    Kernel,
+    Module,
+    /// One BPF program's sub-program, or a trampoline/dispatcher image.
+    Bpf,
+    User,
+    Vdso,
+    Unknown,
+}
+
+/// A shared object: the kernel, a module, a BPF (sub-)program, or a file.
+#[derive(Debug)]
+pub struct Dso {
+    /// The path, or the bracketed kernel name, as perf's long name.
+    pub name: String,
+    /// What perf prints in the Shared Object column.
+    pub short: String,
+    pub kind: DsoKind,
+    pub build_id: Option<Vec<u8>>,
+    elf: OnceLock<Option<ElfSymbols>>,
+}
+
+impl Dso {
+    fn new(name: String, kind: DsoKind) -> Dso {
+        let short = match kind {
+            DsoKind::User => Path::new(&name)
+                .file_name()
+                .map_or_else(|| name.clone(), |f| f.to_string_lossy().into_owned()),
+            _ => name.clone(),
+        };
+        Dso {
+            name,
+            short,
+            kind,
+            build_id: None,
+            elf: OnceLock::new(),
+        }
+    }
+
+    pub fn is_kernel(&self) -> bool {
+        matches!(self.kind, DsoKind::Kernel | DsoKind::Module | DsoKind::Bpf)
+    }
+}
+
+/// A resolved symbol.
+#[derive(Debug, Clone)]
+pub struct Sym {
+    pub name: String,
+    pub dso: DsoId,
+    /// Whether a real symbol was found (else `name` is a hex address).
+    pub resolved: bool,
+    /// Start address in the DSO's own address space (ELF vaddr, or the
+    /// kernel address), for annotate.
+    pub start: u64,
+    /// The BPF registration this symbol came from.
+    pub bpf: Option<BpfSymId>,
+}
+
+/// One resolved frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Frame {
+    pub dso: DsoId,
+    pub sym: SymId,
+}
+
+/// Address-space boundary on x86-64 and arm64: kernel addresses are above.
+pub const KERNEL_START: u64 = 0xffff_0000_0000_0000;
+
+/// Resolves addresses as the recording is replayed in time order.
+pub struct Symbolizer {
+    pub dsos: Vec<Dso>,
+    pub syms: Vec<Sym>,
+    sym_index: FxHashMap<(DsoId, Box<str>), SymId>,
+    dso_index: FxHashMap<(DsoKind, Box<str>), DsoId>,
+    pub kallsyms: Kallsyms,
+    pub bpf: BpfSymbols,
+    bpf_frames: Vec<Option<Frame>>,
+    pub threads: Threads,
+    kernel_cache: FxHashMap<u64, Frame>,
+    /// Files whose symbols could not be read, with why (reported once).
+    pub unreadable: Vec<(String, String)>,
+    /// Prefix for binary paths (`--symfs`).
+    pub symfs: Option<PathBuf>,
+    pub build_ids: FxHashMap<String, Vec<u8>>,
+}
+
+impl Symbolizer {
+    pub fn new(kallsyms: Kallsyms, bpf: BpfSymbols) -> Symbolizer {
+        Symbolizer {
+            dsos: Vec::new(),
+            syms: Vec::new(),
+            sym_index: FxHashMap::default(),
+            dso_index: FxHashMap::default(),
+            kallsyms,
+            bpf,
+            bpf_frames: Vec::new(),
+            threads: Threads::default(),
+            kernel_cache: FxHashMap::default(),
+            unreadable: Vec::new(),
+            symfs: None,
+            build_ids: FxHashMap::default(),
+        }
+    }
+
+    pub fn dso_id(&mut self, kind: DsoKind, name: &str) -> DsoId {
+        if let Some(&id) = self.dso_index.get(&(kind, name.into())) {
+            return id;
+        }
+        let id = self.dsos.len() as DsoId;
+        let mut d = Dso::new(name.to_string(), kind);
+        d.build_id = self.build_ids.get(name).cloned();
+        self.dsos.push(d);
+        self.dso_index.insert((kind, name.into()), id);
+        id
+    }
+
+    fn sym_id(
+        &mut self,
+        dso: DsoId,
+        name: &str,
+        resolved: bool,
+        start: u64,
+        bpf: Option<BpfSymId>,
+    ) -> SymId {
+        if let Some(&id) = self.sym_index.get(&(dso, name.into())) {
+            return id;
+        }
+        let id = self.syms.len() as SymId;
+        self.syms.push(Sym {
+            name: name.to_string(),
+            dso,
+            resolved,
+            start,
+            bpf,
+        });
+        self.sym_index.insert((dso, name.into()), id);
+        id
+    }
+
+    /// Resolve a kernel-space address at the current point of the replay.
+    pub fn kernel(&mut self, addr: u64) -> Frame {
+        if let Some(b) = self.bpf.lookup(addr) {
+            return self.bpf_frame(b);
+        }
+        if let Some(&f) = self.kernel_cache.get(&addr) {
+            return f;
+        }
+        let f = match self.kallsyms.lookup(addr) {
+            Some(k) => {
+                let (kind, dso_name) = match k.module {
+                    None => (DsoKind::Kernel, "[kernel.kallsyms]".to_string()),
+                    Some(m) => (DsoKind::Module, format!("[{m}]")),
+                };
+                let (name, start) = (k.name.to_string(), k.start);
+                let dso = self.dso_id(kind, &dso_name);
+                let sym = self.sym_id(dso, &name, true, start, None);
+                Frame { dso, sym }
+            }
+            None => {
+                let dso = self.dso_id(DsoKind::Unknown, "[unknown]");
+                let sym = self.sym_id(dso, &format!("{addr:#018x}"), false, addr, None);
+                Frame { dso, sym }
+            }
+        };
+        self.kernel_cache.insert(addr, f);
+        f
+    }
+
+    fn bpf_frame(&mut self, b: BpfSymId) -> Frame {
+        if let Some(Some(f)) = self.bpf_frames.get(b as usize) {
+            return *f;
+        }
+        let (name, addr) = {
+            let s = &self.bpf.syms[b as usize];
+            (s.name.clone(), s.addr)
+        };
+        let dso = self.dso_id(DsoKind::Bpf, &name);
+        let sym = self.sym_id(dso, &name, true, addr, Some(b));
+        let f = Frame { dso, sym };
+        if self.bpf_frames.len() <= b as usize {
+            self.bpf_frames.resize(b as usize + 1, None);
+        }
+        self.bpf_frames[b as usize] = Some(f);
+        f
+    }
+
+    /// Resolve a user-space address of process `pid`.
+    pub fn user(&mut self, pid: u32, addr: u64) -> Frame {
+        if let Some(f) = self.threads.cached(pid, addr) {
+            return f;
+        }
+        let f = match self.threads.find_map(pid, addr) {
+            Some(m) => {
+                let (dso, rel) = (m.dso, addr - m.start + m.pgoff);
+                match self.elf_lookup(dso, rel) {
+                    Some((name, start)) => {
+                        let sym = self.sym_id(dso, &name, true, start, None);
+                        Frame { dso, sym }
+                    }
+                    None => {
+                        let sym = self.sym_id(dso, &format!("{rel:#018x}"), false, rel, None);
+                        Frame { dso, sym }
+                    }
+                }
+            }
+            None => {
+                let dso = self.dso_id(DsoKind::Unknown, "[unknown]");
+                let sym = self.sym_id(dso, &format!("{addr:#018x}"), false, addr, None);
+                Frame { dso, sym }
+            }
+        };
+        self.threads.cache(pid, addr, f);
+        f
+    }
+
+    /// Resolve by the address's own space (for callchain entries the
+    /// context markers decide instead).
+    pub fn resolve(&mut self, pid: u32, addr: u64, kernel: bool) -> Frame {
+        if kernel {
+            self.kernel(addr)
+        } else {
+            self.user(pid, addr)
+        }
+    }
+
+    /// The ELF symbols of a user DSO, read on first use.
+    pub fn elf(&self, dso: DsoId) -> Option<&ElfSymbols> {
+        let d = &self.dsos[dso as usize];
+        if !matches!(d.kind, DsoKind::User | DsoKind::Vdso) {
+            return None;
+        }
+        d.elf
+            .get_or_init(|| {
+                let data = match d.kind {
+                    DsoKind::Vdso => debug_files::vdso_image(d.build_id.as_deref())?,
+                    _ => std::fs::read(self.path_of(dso)).ok()?,
+                };
+                let elf = ElfSymbols::parse(&data).ok()?;
+                // A binary rebuilt since the recording has other addresses.
+                if let (Some(want), Some(have)) = (&d.build_id, &elf.build_id) {
+                    if want != have {
+                        return None;
+                    }
+                }
+                if elf.has_symtab {
+                    return Some(elf);
+                }
+                // Stripped: the symbols live in a separate debug file.
+                let dbg = debug_files::find(&self.path_of(dso), elf.build_id.as_deref())
+                    .and_then(|p| std::fs::read(p).ok())
+                    .and_then(|b| ElfSymbols::parse(&b).ok())
+                    .filter(|e| e.has_symtab);
+                Some(match dbg {
+                    Some(dbg) => elf.with_symbols_of(dbg),
+                    None => elf,
+                })
+            })
+            .as_ref()
+    }
+
+    /// Where a user DSO's file is read from.
+    pub fn path_of(&self, dso: DsoId) -> PathBuf {
+        let name = &self.dsos[dso as usize].name;
+        match &self.symfs {
+            Some(root) => root.join(name.trim_start_matches('/')),
+            None => PathBuf::from(name),
+        }
+    }
+
+    fn elf_lookup(&mut self, dso: DsoId, file_off: u64) -> Option<(String, u64)> {
+        let elf = self.elf(dso)?;
+        let vaddr = elf.offset_to_vaddr(file_off)?;
+        elf.lookup(vaddr).map(|(n, s)| (n.to_string(), s))
+    }
+}

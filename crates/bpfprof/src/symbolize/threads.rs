@@ -1,0 +1,154 @@
+//! Threads, their commands, and each process's executable mappings, as
+//! COMM/FORK/EXIT/MMAP records replay.
+
+use rustc_hash::FxHashMap;
+
+use super::{CommId, DsoId, Frame};
+
+#[derive(Debug, Clone, Copy)]
+pub struct Map {
+    pub start: u64,
+    pub end: u64,
+    pub pgoff: u64,
+    pub dso: DsoId,
+}
+
+#[derive(Debug, Default)]
+struct Process {
+    /// Sorted by start, non-overlapping.
+    maps: Vec<Map>,
+    cache: FxHashMap<u64, Frame>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Thread {
+    pid: u32,
+    comm: CommId,
+}
+
+#[derive(Debug, Default)]
+pub struct Threads {
+    threads: FxHashMap<u32, Thread>,
+    processes: FxHashMap<u32, Process>,
+    pub comms: Vec<String>,
+    comm_index: FxHashMap<String, CommId>,
+}
+
+impl Threads {
+    pub fn comm_id(&mut self, name: &str) -> CommId {
+        if let Some(&id) = self.comm_index.get(name) {
+            return id;
+        }
+        let id = self.comms.len() as CommId;
+        self.comms.push(name.to_string());
+        self.comm_index.insert(name.to_string(), id);
+        id
+    }
+
+    /// The command of a thread; `:TID` when none was recorded, as perf shows.
+    pub fn comm_of(&mut self, pid: u32, tid: u32) -> CommId {
+        if let Some(t) = self.threads.get(&tid) {
+            return t.comm;
+        }
+        let name = if tid == 0 {
+            "swapper".to_string()
+        } else {
+            format!(":{tid}")
+        };
+        let comm = self.comm_id(&name);
+        self.threads.insert(tid, Thread { pid, comm });
+        comm
+    }
+
+    pub fn set_comm(&mut self, pid: u32, tid: u32, comm: &str) {
+        let comm = self.comm_id(comm);
+        self.threads.insert(tid, Thread { pid, comm });
+    }
+
+    /// A new thread or process. A new process starts with its parent's
+    /// mappings (until it execs and maps its own).
+    pub fn fork(&mut self, pid: u32, ppid: u32, tid: u32, ptid: u32) {
+        let parent = self.threads.get(&ptid).copied();
+        let comm = match parent {
+            Some(p) => p.comm,
+            None => self.comm_id(&format!(":{tid}")),
+        };
+        self.threads.insert(tid, Thread { pid, comm });
+        if pid != ppid && !self.processes.contains_key(&pid) {
+            let maps = self
+                .processes
+                .get(&ppid)
+                .map(|p| p.maps.clone())
+                .unwrap_or_default();
+            self.processes.insert(
+                pid,
+                Process {
+                    maps,
+                    cache: FxHashMap::default(),
+                },
+            );
+        }
+    }
+
+    pub fn exit(&mut self, _pid: u32, _tid: u32) {
+        // Samples may still arrive for an exiting thread within the round;
+        // keep its state, as perf does until the last reference.
+    }
+
+    /// Add a mapping, replacing whatever it overlaps.
+    pub fn mmap(&mut self, pid: u32, m: Map) {
+        let p = self.processes.entry(pid).or_default();
+        p.cache.clear();
+        let mut out = Vec::with_capacity(p.maps.len() + 2);
+        for &old in &p.maps {
+            if old.end <= m.start || old.start >= m.end {
+                out.push(old);
+                continue;
+            }
+            if old.start < m.start {
+                out.push(Map {
+                    end: m.start,
+                    ..old
+                });
+            }
+            if old.end > m.end {
+                out.push(Map {
+                    start: m.end,
+                    pgoff: old.pgoff + (m.end - old.start),
+                    ..old
+                });
+            }
+        }
+        let at = out.partition_point(|x| x.start < m.start);
+        out.insert(at, m);
+        p.maps = out;
+    }
+
+    pub fn find_map(&self, pid: u32, addr: u64) -> Option<Map> {
+        let p = self.processes.get(&pid)?;
+        let i = p.maps.partition_point(|m| m.start <= addr).checked_sub(1)?;
+        let m = p.maps[i];
+        (addr < m.end).then_some(m)
+    }
+
+    pub fn cached(&self, pid: u32, addr: u64) -> Option<Frame> {
+        self.processes.get(&pid)?.cache.get(&addr).copied()
+    }
+
+    pub fn cache(&mut self, pid: u32, addr: u64, f: Frame) {
+        self.processes.entry(pid).or_default().cache.insert(addr, f);
+    }
+
+    /// The last command recorded for a thread.
+    pub fn comm_name(&self, tid: u32) -> String {
+        match self.threads.get(&tid) {
+            Some(t) => self.comms[t.comm as usize].clone(),
+            None => format!(":{tid}"),
+        }
+    }
+
+    /// The pid a thread belongs to, if known.
+    pub fn pid_of(&self, tid: u32) -> Option<u32> {
+        self.threads.get(&tid).map(|t| t.pid)
+    }
+}
