@@ -1,0 +1,21 @@
+//! `bpfprof record`: sampling with perf_event_open on every CPU, BPF
+//! tracking (KSYMBOL/BPF_EVENT in the stream, program info fetched by a
+//! side-band thread), synthesis of what existed at start, and a perf.data
+//! that Linux perf reads.
+//!
+//! `sys` holds all the unsafe code; `ring` reads records out of the mmap
+//! rings; `events` opens them; `synthesize` and `bpf` describe the state at
+//! start; `sideband` follows BPF loads; `session` runs the recording.
+
+pub mod bpf;
+pub mod buildid;
+pub mod demo;
+pub mod events;
+pub mod features;
+pub mod ring;
+pub mod session;
+pub mod sideband;
+pub mod synthesize;
+pub mod sys;
+
+pub use session::{record, Options, What};

@@ -1,0 +1,757 @@
+//! One recording from start to summary: open, synthesize, stream the rings
+//! to disk until told to stop, then write the feature sections.
+
+use std::fs::File;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use bpfinfo::sys::Capture;
+use perfdata::{misc, record_type, sample_type as st, EventAttr, PerfFileWriter, Record, SampleId};
+
+use super::bpf::{self, BpfBook, SharedBook};
+use super::events::{self, Config, EventSpec, Opened, Target};
+use super::synthesize::{Dsos, Processes, Synth};
+use super::sys::{self, ExitStatus, ParkedChild};
+use super::{features, sideband};
+
+/// What to record.
+#[derive(Debug, Clone)]
+pub enum What {
+    SystemWide,
+    Pids(Vec<i32>),
+    Command(Vec<String>),
+}
+
+/// Everything `bpfprof record` was asked to do.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub what: What,
+    /// None: the best event this machine has (cycles, else cpu-clock).
+    pub event: Option<EventSpec>,
+    pub freq: u64,
+    pub callchain: bool,
+    pub output: PathBuf,
+    pub duration: Option<Duration>,
+    pub data_pages: usize,
+    pub capture: Capture,
+    pub bpf_events: bool,
+    pub bpf_stats: bool,
+    /// Run the built-in BPF demo workload during the recording.
+    pub demo: bool,
+    /// The command line, for the CMDLINE feature.
+    pub cmdline: Vec<String>,
+}
+
+/// Counters of the stream, updated per record.
+#[derive(Debug, Default)]
+struct Tally {
+    samples: u64,
+    lost: u64,
+    first_time: u64,
+    last_time: u64,
+    /// Offset of TIME in a SAMPLE (records start with the header).
+    time_off: usize,
+    /// BPF_EVENT LOAD ids seen in the stream, when no side band fetches them.
+    pending_loads: Vec<u32>,
+    pending_unloads: Vec<u32>,
+    mmap_build_ids: Vec<(String, Vec<u8>)>,
+    mmap_files: Vec<String>,
+    garbage: bool,
+}
+
+fn time_offset(a: &EventAttr) -> usize {
+    8 + [st::IDENTIFIER, st::IP, st::TID]
+        .iter()
+        .filter(|&&b| a.sample_type & b != 0)
+        .count()
+        * 8
+}
+
+impl Tally {
+    /// Look at one record on its way to disk. Cheap for SAMPLEs.
+    #[inline]
+    fn see(&mut self, r: &[u8], side_band: bool) {
+        let ty = u32::from_le_bytes(r[0..4].try_into().unwrap());
+        match ty {
+            record_type::SAMPLE => {
+                self.samples += 1;
+                if let Some(b) = r.get(self.time_off..self.time_off + 8) {
+                    let t = u64::from_le_bytes(b.try_into().unwrap());
+                    if self.first_time == 0 || t < self.first_time {
+                        self.first_time = t;
+                    }
+                    self.last_time = self.last_time.max(t);
+                }
+            }
+            record_type::LOST if r.len() >= 24 => {
+                self.lost += u64::from_le_bytes(r[16..24].try_into().unwrap());
+            }
+            record_type::LOST_SAMPLES if r.len() >= 16 => {
+                self.lost += u64::from_le_bytes(r[8..16].try_into().unwrap());
+            }
+            record_type::MMAP2 if r.len() > 72 => {
+                let m = u16::from_le_bytes(r[4..6].try_into().unwrap());
+                let name_end = r[72..]
+                    .iter()
+                    .position(|&c| c == 0)
+                    .map_or(r.len(), |p| 72 + p);
+                let name = String::from_utf8_lossy(&r[72..name_end]).into_owned();
+                if !name.starts_with('/') {
+                    return;
+                }
+                if m & misc::MMAP_BUILD_ID != 0 {
+                    let n = (r[40] as usize).min(20);
+                    self.mmap_build_ids.push((name, r[44..44 + n].to_vec()));
+                } else {
+                    self.mmap_files.push(name);
+                }
+            }
+            record_type::BPF_EVENT if !side_band && r.len() >= 16 => {
+                let kind = u16::from_le_bytes(r[8..10].try_into().unwrap());
+                let id = u32::from_le_bytes(r[12..16].try_into().unwrap());
+                match kind {
+                    perfdata::bpf_event::PROG_LOAD => self.pending_loads.push(id),
+                    perfdata::bpf_event::PROG_UNLOAD => self.pending_unloads.push(id),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Why the recording ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    Signal(i32),
+    Duration,
+    ChildExited,
+    TargetsExited,
+    WriteFailed,
+}
+
+/// Check that `path` can be created, before anything starts.
+fn check_output(path: &Path) -> anyhow::Result<()> {
+    if path.is_dir() {
+        bail!("{}: is a directory; give -o a file name", path.display());
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let probe = dir.join(format!(
+        ".{}.bpfprof-probe-{}",
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("perf.data"),
+        std::process::id()
+    ));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(anyhow!(
+            "cannot write the output {}: {} (directory {})",
+            path.display(),
+            e,
+            dir.display()
+        )),
+    }
+}
+
+/// perf's habit: keep one previous recording as NAME.old.
+fn rotate_old(path: &Path) -> anyhow::Result<()> {
+    if std::fs::metadata(path)
+        .map(|m| m.len() > 0)
+        .unwrap_or(false)
+    {
+        let mut old = path.as_os_str().to_owned();
+        old.push(".old");
+        std::fs::rename(path, &old).with_context(|| {
+            format!(
+                "renaming {} to {}",
+                path.display(),
+                Path::new(&old).display()
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Resolve a command like a shell: a name with a slash as is, else along PATH.
+fn resolve_command(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let is_exec = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    };
+    if name.contains('/') {
+        return Some(PathBuf::from(name));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| is_exec(p))
+}
+
+/// Threads of each process, for per-thread events.
+fn threads_of(pids: &[i32]) -> anyhow::Result<Vec<i32>> {
+    let mut tids = Vec::new();
+    for &pid in pids {
+        let dir = format!("/proc/{pid}/task");
+        let rd = std::fs::read_dir(&dir).map_err(|_| anyhow!("no such process: {pid}"))?;
+        let before = tids.len();
+        tids.extend(rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok()));
+        if tids.len() == before {
+            bail!("no such process: {pid}");
+        }
+    }
+    Ok(tids)
+}
+
+/// Pick the sampling event: what the user asked, else cycles when a
+/// hardware PMU exists, else cpu-clock (said once).
+fn choose_event(asked: &Option<EventSpec>) -> EventSpec {
+    if let Some(e) = asked {
+        return e.clone();
+    }
+    let pmu = ["cpu", "cpu_core", "armv8_pmuv3", "armv8_pmuv3_0"]
+        .iter()
+        .any(|d| Path::new("/sys/bus/event_source/devices").join(d).exists());
+    if pmu {
+        EventSpec::parse("cycles").unwrap()
+    } else {
+        eprintln!("bpfprof: no hardware PMU on this machine: sampling cpu-clock");
+        EventSpec::cpu_clock()
+    }
+}
+
+pub fn record(opts: &Options) -> anyhow::Result<i32> {
+    let page = sys::page_size() as u64;
+    if !opts.data_pages.is_power_of_two() {
+        bail!(
+            "-m: the ring size must be a power of two pages, not {}",
+            opts.data_pages
+        );
+    }
+    check_output(&opts.output)?;
+
+    // The command is resolved before anything starts, so a typo costs nothing.
+    let mut child: Option<ParkedChild> = None;
+    let target = match &opts.what {
+        What::SystemWide => Target::SystemWide,
+        What::Pids(p) => Target::Threads(threads_of(p)?),
+        What::Command(argv) => {
+            let Some(path) = resolve_command(&argv[0]) else {
+                eprintln!("bpfprof: {}: command not found", argv[0]);
+                return Ok(127);
+            };
+            let c = |s: &str| std::ffi::CString::new(s).context("NUL byte in the command line");
+            let cpath = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())?;
+            let cargv = argv
+                .iter()
+                .map(|a| c(a))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let envp = std::env::vars_os()
+                .map(|(k, v)| {
+                    let mut kv = k.into_encoded_bytes();
+                    kv.push(b'=');
+                    kv.extend(v.into_encoded_bytes());
+                    std::ffi::CString::new(kv).context("NUL byte in the environment")
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let p = sys::fork_parked(&cpath, &cargv, &envp).context("fork")?;
+            let pid = p.pid;
+            child = Some(p);
+            Target::Child(pid)
+        }
+    };
+    let result = record_target(opts, &target, child.as_mut(), page);
+    if result.is_err() {
+        if let Some(c) = &child {
+            // Never released: it exits by itself when its pipe closes.
+            let _ = sys::kill(c.pid, libc::SIGKILL);
+            let _ = sys::waitpid(c.pid, true);
+        }
+    }
+    result
+}
+
+fn record_target(
+    opts: &Options,
+    target: &Target,
+    mut child: Option<&mut ParkedChild>,
+    page: u64,
+) -> anyhow::Result<i32> {
+    let cpus = events::online_cpus().context("reading /sys/devices/system/cpu/online")?;
+    let (wake_r, wake_w) = sys::pipe(true)?;
+    sys::install_stop_handlers(wake_w).context("installing signal handlers")?;
+
+    let mut cfg = Config {
+        event: choose_event(&opts.event),
+        freq: opts.freq,
+        callchain: opts.callchain,
+        bpf_events: opts.bpf_events,
+        data_pages: opts.data_pages,
+    };
+    let opened = match events::open(&cfg, target, &cpus) {
+        Err(events::OpenError::Unsupported { .. })
+            if opts.event.is_none() && cfg.event.is_hardware() =>
+        {
+            eprintln!(
+                "bpfprof: {} is not supported here: sampling cpu-clock",
+                cfg.event.name
+            );
+            cfg.event = EventSpec::cpu_clock();
+            events::open(&cfg, target, &cpus)?
+        }
+        r => r?,
+    };
+
+    let book: SharedBook = Arc::new(Mutex::new(BpfBook::default()));
+    let mut side = None;
+    if opts.bpf_events {
+        match sideband::start(&cpus, book.clone(), opts.capture) {
+            Ok(s) => side = Some(s),
+            Err(e) => eprintln!(
+                "bpfprof: BPF side band unavailable ({e}): info of programs loaded from now on is read late and may be missing"
+            ),
+        }
+    }
+
+    let stats = BpfStats::start(opts.bpf_stats);
+
+    rotate_old(&opts.output)?;
+    let mut w = PerfFileWriter::create(&opts.output, &opened.attrs)
+        .with_context(|| format!("creating {}", opts.output.display()))?;
+
+    let t0 = Instant::now();
+    let mut synth = Synth {
+        w: &mut w,
+        book: &book,
+        capture: opts.capture,
+        bpf_event: opts.bpf_events,
+        page_size: page,
+        dsos: Dsos::default(),
+        out: Default::default(),
+        warnings: Vec::new(),
+    };
+    let procs = match target {
+        Target::SystemWide => Processes::All,
+        Target::Threads(_) => match &opts.what {
+            What::Pids(p) => Processes::Only(p.clone()),
+            _ => Processes::Only(vec![]),
+        },
+        Target::Child(pid) => Processes::Only(vec![*pid]),
+    };
+    synth
+        .run(&procs, opts.bpf_events)
+        .with_context(|| format!("writing {}", opts.output.display()))?;
+    for warn in &synth.warnings {
+        eprintln!("bpfprof: {warn}");
+    }
+    let synthesized = std::mem::take(&mut synth.out);
+    let mut dsos = std::mem::take(&mut synth.dsos);
+    w.checkpoint()?;
+    let startup = t0.elapsed();
+
+    // Start.
+    let mut exit_code = 0;
+    let mut child_status: Option<ExitStatus> = None;
+    let mut child_pidfd: Option<OwnedFd> = None;
+    if let Some(c) = child.as_deref_mut() {
+        child_pidfd = sys::pidfd_open(c.pid).ok();
+        if let Some(errno) = c.release().context("starting the command")? {
+            let e = std::io::Error::from_raw_os_error(errno);
+            eprintln!("bpfprof: cannot run the command: {e}");
+            exit_code = if errno == libc::ENOENT { 127 } else { 126 };
+        }
+    } else {
+        opened
+            .enable_sampling()
+            .context("enabling the sampling events")?;
+    }
+    let demo_stop = Arc::new(AtomicBool::new(false));
+    let demo = if opts.demo {
+        Some(super::demo::start(demo_stop.clone()).context("starting the demo workload")?)
+    } else {
+        None
+    };
+    let target_pidfds: Vec<OwnedFd> = match &opts.what {
+        What::Pids(p) => p
+            .iter()
+            .filter_map(|&pid| sys::pidfd_open(pid).ok())
+            .collect(),
+        _ => Vec::new(),
+    };
+
+    let mut tally = Tally {
+        time_off: time_offset(&opened.attrs[0].attr),
+        ..Default::default()
+    };
+    let mut stream = Stream {
+        opened,
+        pfds: Vec::new(),
+        wake: wake_r,
+        write_error: None,
+    };
+    let end = if exit_code != 0 {
+        End::ChildExited
+    } else {
+        stream.run(
+            &mut w,
+            &mut tally,
+            side.is_some(),
+            &book,
+            opts,
+            child_pidfd.as_ref(),
+            &target_pidfds,
+        )
+    };
+
+    // Stop.
+    stream.opened.disable_sampling();
+    demo_stop.store(true, Ordering::SeqCst);
+    if let Some(d) = demo {
+        let _ = d.join();
+    }
+    if let Some(c) = child.as_deref() {
+        if end != End::ChildExited {
+            let _ = sys::kill(c.pid, libc::SIGTERM);
+        }
+        child_status = sys::waitpid(c.pid, true).ok().flatten();
+    }
+    if end != End::WriteFailed {
+        stream.drain_all(&mut w, &mut tally, side.is_some());
+    }
+    if let Some(s) = side {
+        s.stop();
+    } else {
+        apply_stream_bpf_events(&book, &mut tally, opts.capture);
+    }
+
+    if let Some(e) = stream.write_error.take() {
+        let _ = w.checkpoint();
+        eprintln!(
+            "bpfprof: writing {} failed: {e}\nThe file holds everything up to the last checkpoint (taken every second) and perf report can read it.",
+            opts.output.display()
+        );
+        return Ok(1);
+    }
+
+    // Losses the kernel counted per event but did not report in the ring.
+    let read_lost: u64 = stream.opened.lost_counts().iter().map(|(_, l)| l).sum();
+    if read_lost > tally.lost {
+        let first_id = stream.opened.attrs[0].ids.first().copied().unwrap_or(0);
+        let extra = read_lost - tally.lost;
+        let sid = SampleId {
+            id: first_id,
+            ..Default::default()
+        };
+        w.write(&Record::LostSamples(extra), 0, &sid)?;
+        tally.lost = read_lost;
+    }
+
+    for (name, id) in std::mem::take(&mut tally.mmap_build_ids) {
+        dsos.add(&name, misc::USER, id);
+    }
+    for name in std::mem::take(&mut tally.mmap_files) {
+        if !dsos.by_name.contains_key(&name) {
+            if let Ok(Some(id)) = super::buildid::of_elf(Path::new(&name)) {
+                dsos.add(&name, misc::USER, id);
+            }
+        }
+    }
+
+    let stats_note = stats.finish(&book);
+    let feats = {
+        let b = book.lock().unwrap();
+        features::collect(
+            opts,
+            &dsos,
+            (tally.samples > 0).then_some((tally.first_time, tally.last_time)),
+            b.progs.values().cloned().collect(),
+            b.btf_blobs(),
+        )
+    };
+    let size = w.data_size();
+    w.finish(&feats)
+        .with_context(|| format!("finishing {}", opts.output.display()))?;
+
+    let b = book.lock().unwrap();
+    let mb = std::fs::metadata(&opts.output)
+        .map(|m| m.len())
+        .unwrap_or(size) as f64
+        / 1e6;
+    let mut line = format!(
+        "[ bpfprof record: Captured and wrote {mb:.3} MB {} ({} samples, {} lost)",
+        opts.output.display(),
+        tally.samples,
+        tally.lost
+    );
+    if opts.bpf_events {
+        line += &format!(
+            "; BPF programs: {} seen, {} loaded, {} unloaded during the run",
+            b.seen(),
+            b.loaded.len(),
+            b.unloaded.len()
+        );
+        if !b.failed.is_empty() {
+            let list: Vec<String> = b
+                .failed
+                .iter()
+                .take(3)
+                .map(|(id, why)| format!("id {id}: {why}"))
+                .collect();
+            let more = if b.failed.len() > 3 { ", ..." } else { "" };
+            line += &format!(
+                "; {} without info ({}{more})",
+                b.failed.len(),
+                list.join(", ")
+            );
+        }
+        if b.sideband_lost > 0 {
+            line += &format!("; side band lost {} BPF events", b.sideband_lost);
+        }
+    }
+    eprintln!("{line} ]");
+    if let Some(n) = stats_note {
+        eprintln!("{n}");
+    }
+    if tally.garbage {
+        eprintln!(
+            "bpfprof: a ring held a corrupt record header; the rest of that batch was skipped"
+        );
+    }
+    if std::env::var_os("BPFPROF_DEBUG").is_some() {
+        eprintln!(
+            "bpfprof: start-up {:.1} ms ({} records: {} programs, {} images, {} processes, {} threads)",
+            startup.as_secs_f64() * 1e3,
+            synthesized.records,
+            synthesized.programs,
+            synthesized.images,
+            synthesized.processes,
+            synthesized.threads
+        );
+    }
+    Ok(match (child_status, end) {
+        (Some(s), _) if exit_code == 0 => s.shell_code(),
+        _ => exit_code,
+    })
+}
+
+/// The programs the stream reported when no side band ran: read them now.
+fn apply_stream_bpf_events(book: &SharedBook, tally: &mut Tally, capture: Capture) {
+    for id in std::mem::take(&mut tally.pending_loads) {
+        book.lock().unwrap().loaded.insert(id);
+        bpf::fetch_into(book, id, capture);
+    }
+    let mut b = book.lock().unwrap();
+    b.unloaded
+        .extend(tally.pending_unloads.drain(..).filter(|&id| id != 0));
+}
+
+struct Stream {
+    opened: Opened,
+    pfds: Vec<libc::pollfd>,
+    wake: OwnedFd,
+    write_error: Option<perfdata::Error>,
+}
+
+impl Stream {
+    /// One pass over all rings; FINISHED_ROUND if anything was written.
+    fn drain_all(
+        &mut self,
+        w: &mut PerfFileWriter<File>,
+        tally: &mut Tally,
+        side_band: bool,
+    ) -> bool {
+        let mut wrote = false;
+        for cr in self.opened.rings.iter_mut() {
+            let err = &mut self.write_error;
+            let d = cr.ring.drain(|rec| {
+                tally.see(rec, side_band);
+                match w.write_raw(rec) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        *err = Some(e);
+                        false
+                    }
+                }
+            });
+            tally.garbage |= d.garbage;
+            wrote |= d.records > 0;
+            if self.write_error.is_some() {
+                return false;
+            }
+        }
+        if wrote {
+            if let Err(e) = w.finished_round() {
+                self.write_error = Some(e);
+            }
+        }
+        wrote
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &mut self,
+        w: &mut PerfFileWriter<File>,
+        tally: &mut Tally,
+        side_band: bool,
+        book: &SharedBook,
+        opts: &Options,
+        child: Option<&OwnedFd>,
+        targets: &[OwnedFd],
+    ) -> End {
+        let pfd = |fd: i32| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        self.pfds.clear();
+        self.pfds.push(pfd(self.wake.as_raw_fd()));
+        let first_ring = self.pfds.len();
+        for r in &self.opened.rings {
+            self.pfds.push(pfd(r.owner.as_raw_fd()));
+        }
+        let first_exit = self.pfds.len();
+        for fd in child.into_iter().chain(targets) {
+            self.pfds.push(pfd(fd.as_raw_fd()));
+        }
+        let start = Instant::now();
+        let deadline = opts.duration.map(|d| start + d);
+        let mut next_checkpoint = start + Duration::from_secs(1);
+        loop {
+            let now = Instant::now();
+            let mut until = next_checkpoint.saturating_duration_since(now);
+            if let Some(d) = deadline {
+                until = until.min(d.saturating_duration_since(now));
+            }
+            let timeout = until.as_millis().min(1000) as i32;
+            if let Err(e) = sys::poll(&mut self.pfds, timeout) {
+                eprintln!("bpfprof: poll: {e}");
+                return End::Signal(0);
+            }
+            self.drain_all(w, tally, side_band);
+            if self.write_error.is_some() {
+                return End::WriteFailed;
+            }
+            if !side_band && !tally.pending_loads.is_empty() {
+                apply_stream_bpf_events(book, tally, opts.capture);
+            }
+            // A ring whose owner hung up (its task exited) would make poll
+            // return at once forever.
+            for p in &mut self.pfds[first_ring..first_exit] {
+                if p.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+                    p.fd = -1;
+                }
+            }
+            if let Some(sig) = sys::stop_requested() {
+                return End::Signal(sig);
+            }
+            let exits = &mut self.pfds[first_exit..];
+            if child.is_some() && exits[0].revents != 0 {
+                return End::ChildExited;
+            }
+            if !targets.is_empty() {
+                for p in exits.iter_mut() {
+                    if p.revents != 0 {
+                        p.fd = -1;
+                    }
+                }
+                if exits.iter().all(|p| p.fd < 0) {
+                    return End::TargetsExited;
+                }
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return End::Duration;
+            }
+            if now >= next_checkpoint {
+                if let Err(e) = w.checkpoint() {
+                    self.write_error = Some(e);
+                    return End::WriteFailed;
+                }
+                next_checkpoint = now + Duration::from_secs(1);
+            }
+        }
+    }
+}
+
+/// Kernel BPF run-time statistics over the recording.
+struct BpfStats {
+    active: bool,
+    /// Held open to keep BPF_ENABLE_STATS on; closed at the end.
+    fd: Option<OwnedFd>,
+}
+
+impl BpfStats {
+    fn start(asked: bool) -> BpfStats {
+        let sysctl_on = std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled")
+            .map(|s| s.trim() == "1")
+            .unwrap_or(false);
+        let mut fd = None;
+        if asked && !sysctl_on {
+            match bpfinfo::sys::enable_stats() {
+                Ok(f) => {
+                    eprintln!(
+                        "bpfprof: BPF run-time stats on for this recording (BPF_ENABLE_STATS): every BPF program run costs ~20 ns more while they are on"
+                    );
+                    fd = Some(f);
+                }
+                Err(e) => eprintln!("bpfprof: cannot enable BPF run-time stats: {e}"),
+            }
+        }
+        BpfStats {
+            active: sysctl_on || fd.is_some(),
+            fd,
+        }
+    }
+
+    /// Put each program's run_cnt/run_time_ns delta over the recording into
+    /// its info (zero when stats were off), and say what they cost.
+    fn finish(self, book: &SharedBook) -> Option<String> {
+        let mut b = book.lock().unwrap();
+        let ids: Vec<u32> = b.progs.keys().copied().collect();
+        let mut runs = 0u64;
+        let mut ns = 0u64;
+        for id in ids {
+            let end = if self.active && !b.unloaded.contains(&id) {
+                bpf::current_stats(id)
+            } else {
+                None
+            };
+            let start = b.start_stats.get(&id).copied().unwrap_or((0, 0));
+            let p = b.progs.get_mut(&id).unwrap();
+            if !self.active {
+                p.run_cnt = 0;
+                p.run_time_ns = 0;
+                continue;
+            }
+            let (c, t) = end.unwrap_or((p.run_cnt, p.run_time_ns));
+            p.run_cnt = c.saturating_sub(start.0);
+            p.run_time_ns = t.saturating_sub(start.1);
+            runs += p.run_cnt;
+            ns += p.run_time_ns;
+        }
+        drop(self.fd);
+        self.active.then(|| {
+            format!(
+                "bpfprof: BPF stats over the recording: {runs} program runs, {:.3} ms in BPF programs; the stats themselves cost ~{:.3} ms (~20 ns per run)",
+                ns as f64 / 1e6,
+                runs as f64 * 20e-6
+            )
+        })
+    }
+}
