@@ -9,11 +9,8 @@ use bpfinfo::{disassemble, listing, Arch, Kallsyms, Program, Syntax};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let loaded = TestProg::builder().name("bpfprof_busy").build()?.load()?;
     let attached = loaded.attach_tracepoint("syscalls", "sys_enter_getpid")?;
-    for _ in 0..10 {
-        std::process::id();
-        // std::process::id does not enter the kernel; getpid(2) does.
-        let _ = std::fs::read_link("/proc/self");
-    }
+    let _stats = bpfinfo::sys::enable_stats()?;
+    bpfinfo::sys::getpid_syscall(10);
     drop(attached);
     let live = loaded.info()?;
     let prog = Program::new(live.info, live.btf.as_deref());
@@ -36,6 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for s in prog.subprogs() {
         println!("{}:", s.ksym_name);
         let code = prog.jited_bytes(s.index).unwrap_or_default();
+        std::fs::write(format!("/tmp/sub{}.bin", s.index), code)?;
         for i in disassemble(Arch::X86_64, code, s.addr, Syntax::Att) {
             if let Some(l) = prog
                 .jit_lines(s.index)

@@ -79,6 +79,7 @@ fn x86_64(code: &[u8], base: u64, syntax: Syntax) -> Vec<Insn> {
     o.set_branch_leading_zeros(false);
     o.set_leading_zeros(false);
     o.set_show_zero_displacements(true);
+    o.set_small_hex_numbers_in_decimal(false);
     o.set_first_operand_char_index(0);
     if syntax == Syntax::Intel {
         o.set_hex_prefix("0x");

@@ -213,3 +213,12 @@ pub(crate) fn prog_fd_by_id(id: u32) -> Result<OwnedFd, Error> {
         e => error(Cmd::ProgGetFdById, e),
     })
 }
+
+/// Call getpid(2) `times` times, bypassing any libc caching, so that
+/// programs attached to `syscalls:sys_enter_getpid` run.
+pub fn getpid_syscall(times: u64) {
+    for _ in 0..times {
+        // SAFETY: getpid takes no arguments and cannot fail.
+        unsafe { libc::syscall(libc::SYS_getpid) };
+    }
+}

@@ -1,0 +1,301 @@
+//! `bpfprof bpf`: the loaded BPF programs, as the kernel describes them.
+//!
+//! `bpf list` is a table like `bpftool prog show` (or JSON); `bpf show ID`
+//! shows one program's sub-programs with their addresses, names and source
+//! files, and optionally its bytecode and machine code with source lines.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+use bpfinfo::sys::{self, Capture, LiveProg};
+use bpfinfo::{disassemble, listing, prog_type_name, Arch, Kallsyms, Program, Syntax};
+
+/// Arguments of `bpfprof bpf`.
+#[derive(clap::Args, Debug)]
+pub struct BpfArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: BpfCommand,
+}
+
+/// The `bpfprof bpf` sub-commands.
+#[derive(clap::Subcommand, Debug)]
+pub enum BpfCommand {
+    /// List loaded BPF programs: id, type, tag, name, sizes, sub-programs,
+    /// load time, owner and (when statistics are on) run count and time.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one program: its sub-programs and source files, and optionally
+    /// its bytecode and machine code.
+    Show {
+        /// The program id (from `bpfprof bpf list`).
+        id: u32,
+        /// Print the bytecode as `bpftool prog dump xlated` does, with
+        /// source lines.
+        #[arg(long)]
+        xlated: bool,
+        /// Print the machine code of each sub-program, with source lines.
+        #[arg(long)]
+        jited: bool,
+        /// Add file, line and column to each source line.
+        #[arg(long)]
+        linum: bool,
+    },
+}
+
+/// Run `bpfprof bpf ...`.
+pub fn run(args: &BpfArgs) -> Result<()> {
+    match &args.command {
+        BpfCommand::List { json } => list(*json),
+        BpfCommand::Show {
+            id,
+            xlated,
+            jited,
+            linum,
+        } => show(*id, *xlated, *jited, *linum),
+    }
+}
+
+fn type_name(t: u32) -> String {
+    prog_type_name(t).map_or_else(|| format!("type {t}"), str::to_string)
+}
+
+/// Wall-clock time of a `load_time` (nanoseconds since boot), as UTC.
+fn loaded_at(load_time_ns: u64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let ago = sys::boottime_ns().saturating_sub(load_time_ns);
+    utc(now.saturating_sub(ago) / 1_000_000_000)
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for seconds since the epoch (civil-from-days).
+fn utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+fn list(json: bool) -> Result<()> {
+    let mut progs: Vec<LiveProg> = Vec::new();
+    for (id, r) in sys::walk_progs(Capture::Summary) {
+        match r {
+            Ok(p) => progs.push(p),
+            // Unloaded between listing and fetching: nothing to show.
+            Err(bpfinfo::Error::Gone { .. }) => {}
+            Err(e) if id == 0 => return Err(e).context("listing BPF programs"),
+            Err(e) => eprintln!("bpfprof: BPF program {id}: {e}"),
+        }
+    }
+    if json {
+        let rows: Vec<serde_json::Value> = progs.iter().map(|p| list_json(&p.info)).collect();
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    let header = [
+        "ID",
+        "TYPE",
+        "TAG",
+        "NAME",
+        "JITED",
+        "XLATED",
+        "SUBS",
+        "LOADED AT",
+        "UID",
+        "RUN_CNT",
+        "RUN_TIME_NS",
+    ];
+    let rows: Vec<[String; 11]> = progs
+        .iter()
+        .map(|p| {
+            let i = &p.info;
+            let stats = i.run_cnt != 0 || i.run_time_ns != 0;
+            [
+                i.id.to_string(),
+                type_name(i.prog_type),
+                i.tag_hex(),
+                i.name.clone(),
+                i.jited_prog_len.to_string(),
+                i.xlated_prog_len.to_string(),
+                i.nr_jited_ksyms.to_string(),
+                loaded_at(i.load_time),
+                i.created_by_uid.to_string(),
+                if stats {
+                    i.run_cnt.to_string()
+                } else {
+                    "-".into()
+                },
+                if stats {
+                    i.run_time_ns.to_string()
+                } else {
+                    "-".into()
+                },
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let line = |cells: &[&str]| {
+        let mut s = String::new();
+        for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+            // Numbers right-aligned, text left-aligned.
+            let right = matches!(i, 0 | 4 | 5 | 6 | 8 | 9 | 10);
+            if right {
+                s.push_str(&format!("{c:>w$}  "));
+            } else {
+                s.push_str(&format!("{c:<w$}  "));
+            }
+        }
+        println!("{}", s.trim_end());
+    };
+    line(&header);
+    for r in &rows {
+        line(&r.each_ref().map(String::as_str));
+    }
+    if rows.is_empty() {
+        println!("(no BPF programs loaded)");
+    }
+    Ok(())
+}
+
+fn list_json(i: &perfdata::BpfProgInfo) -> serde_json::Value {
+    let stats = i.run_cnt != 0 || i.run_time_ns != 0;
+    serde_json::json!({
+        "id": i.id,
+        "type": type_name(i.prog_type),
+        "tag": i.tag_hex(),
+        "name": i.name,
+        "jited_size": i.jited_prog_len,
+        "xlated_size": i.xlated_prog_len,
+        "subprogs": i.nr_jited_ksyms,
+        "loaded_at": loaded_at(i.load_time),
+        "load_time_ns": i.load_time,
+        "uid": i.created_by_uid,
+        "btf_id": i.btf_id,
+        "nr_map_ids": i.nr_map_ids,
+        "run_cnt": stats.then_some(i.run_cnt),
+        "run_time_ns": stats.then_some(i.run_time_ns),
+    })
+}
+
+fn show(id: u32, xlated: bool, jited: bool, linum: bool) -> Result<()> {
+    let live = sys::fetch_prog(id, Capture::Full).with_context(|| format!("BPF program {id}"))?;
+    for w in &live.warnings {
+        eprintln!("bpfprof: warning: BPF program {id}: {w}");
+    }
+    let prog = Program::new(live.info, live.btf.as_deref());
+    for w in prog.warnings() {
+        eprintln!("bpfprof: warning: {w}");
+    }
+    let i = prog.info();
+    println!(
+        "{}: {}  name {}  tag {}  btf_id {}",
+        i.id,
+        type_name(i.prog_type),
+        i.name,
+        i.tag_hex(),
+        i.btf_id
+    );
+    println!(
+        "\tloaded_at {}  uid {}  xlated {}B  jited {}B  maps {:?}",
+        loaded_at(i.load_time),
+        i.created_by_uid,
+        i.xlated_prog_len,
+        i.jited_prog_len,
+        i.map_ids
+    );
+    if i.run_cnt != 0 || i.run_time_ns != 0 {
+        println!("\trun_cnt {}  run_time_ns {}", i.run_cnt, i.run_time_ns);
+    }
+
+    // Source files and line_info counts per sub-program.
+    let mut files: Vec<BTreeMap<&str, usize>> = vec![BTreeMap::new(); prog.subprogs().len()];
+    for (li, line) in i.line_info.iter().zip(prog.source_lines()) {
+        if let Some(f) = prog
+            .subprog_of_xlated(li.insn_off)
+            .and_then(|s| files.get_mut(s))
+        {
+            *f.entry(line.file.as_str()).or_default() += 1;
+        }
+    }
+    println!("sub-programs:");
+    for s in prog.subprogs() {
+        let src: Vec<String> = files[s.index]
+            .iter()
+            .map(|(f, n)| format!("{f} ({n} lines)"))
+            .collect();
+        println!(
+            "  {:>2}  {:#018x}  {:>6}  {:<20}  {}  {}",
+            s.index,
+            s.addr,
+            s.len,
+            s.func_name,
+            prog.kernel_ksym_name(s.index).unwrap_or_default(),
+            if src.is_empty() {
+                "(no source lines)".to_string()
+            } else {
+                src.join(", ")
+            }
+        );
+    }
+
+    if xlated {
+        println!();
+        let kallsyms = Kallsyms::load().ok();
+        print!("{}", listing(&prog, kallsyms.as_ref(), linum));
+    }
+    if jited {
+        let arch = Arch::host().context("no disassembler for this machine's architecture")?;
+        for s in prog.subprogs() {
+            println!();
+            match prog.func_signature(s.index) {
+                Some(sig) => println!("{sig}:"),
+                None => println!("{}:", s.ksym_name),
+            }
+            let Some(code) = prog.jited_bytes(s.index) else {
+                println!("\t(machine code not available)");
+                continue;
+            };
+            let table = prog.jit_lines(s.index);
+            for insn in disassemble(arch, code, s.addr, Syntax::Att) {
+                for l in table.iter().filter(|l| l.offset == insn.offset) {
+                    let line = &prog.source_lines()[l.line];
+                    if linum {
+                        println!(
+                            "; {} [file:{} line_num:{} line_col:{}]",
+                            line.text.trim_start(),
+                            line.file,
+                            line.line,
+                            line.column
+                        );
+                    } else {
+                        println!("; {}", line.text.trim_start());
+                    }
+                }
+                println!("{:>4x}:\t{}", insn.offset, insn.text);
+            }
+        }
+    }
+    Ok(())
+}
