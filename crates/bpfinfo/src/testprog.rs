@@ -22,7 +22,7 @@ pub use source::ExpectedLine;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 #[cfg(target_os = "linux")]
-pub use crate::sys::load::TestRunResult;
+pub use crate::sys::TestRunResult;
 #[cfg(target_os = "linux")]
 use crate::sys::{self, Capture, LiveProg};
 use crate::Error;
@@ -268,6 +268,13 @@ impl LoadedProg {
         packet[12..14].copy_from_slice(&0x0800u16.to_be_bytes()); // IPv4 ethertype
         sys::load::test_run(self.fd.as_fd(), &packet, repeat)
     }
+}
+
+/// Call getpid(2) `times` times (not through a libc cache), to run programs
+/// attached to `syscalls:sys_enter_getpid`.
+#[cfg(target_os = "linux")]
+pub fn call_getpid(times: u64) {
+    sys::getpid_syscall(times)
 }
 
 /// A program attached to a tracepoint; dropping it detaches.

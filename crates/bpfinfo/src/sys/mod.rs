@@ -13,6 +13,7 @@ pub(crate) mod perf;
 use std::os::fd::{FromRawFd, OwnedFd};
 
 pub use fetch::{fetch_prog, fetch_prog_fd, Capture, LiveProg};
+pub use load::TestRunResult;
 
 use crate::Error;
 use attr::Attr;
@@ -202,8 +203,9 @@ pub fn enable_stats() -> Result<OwnedFd, Error> {
     unsafe { bpf_fd(Cmd::EnableStats, &mut attr) }.map_err(|e| error(Cmd::EnableStats, e))
 }
 
-/// A descriptor for program `id`.
-pub(crate) fn prog_fd_by_id(id: u32) -> Result<OwnedFd, Error> {
+/// A descriptor for program `id` (BPF_PROG_GET_FD_BY_ID). It keeps the
+/// program loaded while open.
+pub fn prog_fd_by_id(id: u32) -> Result<OwnedFd, Error> {
     let mut attr = Attr::new();
     attr.put_u32(0, id);
     // SAFETY: BPF_PROG_GET_FD_BY_ID reads prog_id/open_flags from `attr`; no
@@ -221,4 +223,14 @@ pub fn getpid_syscall(times: u64) {
         // SAFETY: getpid takes no arguments and cannot fail.
         unsafe { libc::syscall(libc::SYS_getpid) };
     }
+}
+
+/// Run program `fd` `repeat` times on a copy of `data` with
+/// BPF_PROG_TEST_RUN (packet program types: socket filters, tc, XDP, ...).
+pub fn test_run(
+    fd: std::os::fd::BorrowedFd<'_>,
+    data: &[u8],
+    repeat: u32,
+) -> Result<TestRunResult, Error> {
+    load::test_run(fd, data, repeat)
 }
