@@ -80,6 +80,8 @@ fn x86_64(code: &[u8], base: u64, syntax: Syntax) -> Vec<Insn> {
     o.set_leading_zeros(false);
     o.set_show_zero_displacements(true);
     o.set_small_hex_numbers_in_decimal(false);
+    // objdump prints `imul $imm,%rax,%rax`, not the two-operand pseudo form.
+    o.set_use_pseudo_ops(false);
     o.set_first_operand_char_index(0);
     if syntax == Syntax::Intel {
         o.set_hex_prefix("0x");

@@ -116,3 +116,62 @@ pub fn parse_objdump(out: &str, vma: u64) -> Vec<(u32, Vec<u8>, String)> {
     }
     insns
 }
+
+/// Light normalisation applied to both sides of the objdump comparison:
+/// - whitespace runs become one space;
+/// - objdump always prints the scale of an index register (`,1)`), iced
+///   omits a scale of 1;
+/// - objdump prints the one-operand shift/rotate-by-one encoding (D1/D3)
+///   as `shl %rdx`, iced as `shl $0x1,%rdx`;
+/// - objdump's trailing `# address` comments go.
+pub fn normalize_att(text: &str) -> String {
+    let text = text.split(" #").next().unwrap_or(text);
+    let mut s = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    s = s.replace(",1)", ")");
+    let shifts = ["shl", "shr", "sar", "sal", "rol", "ror", "rcl", "rcr"];
+    if let Some((m, ops)) = s.split_once(' ') {
+        if shifts.iter().any(|x| m.starts_with(x)) && !ops.contains(',') {
+            s = format!("{m} $0x1,{ops}");
+        }
+    }
+    s
+}
+
+/// Disassemble every sub-program of `prog` with us and with
+/// `objdump -D -b binary -m i386:x86-64 --adjust-vma=ADDR`, and assert they
+/// agree instruction for instruction. Returns how many were compared.
+pub fn compare_with_objdump(objdump: &std::path::Path, prog: &bpfinfo::Program) -> usize {
+    use bpfinfo::{disassemble, Arch, Syntax};
+    let dir = TempDir::new("objdump");
+    let mut compared = 0;
+    for s in prog.subprogs() {
+        let code = prog.jited_bytes(s.index).expect("JIT bytes");
+        assert_eq!(code.len(), s.len as usize);
+        let file = dir.0.join(format!("sub{}.bin", s.index));
+        std::fs::write(&file, code).unwrap();
+        let out = run(Command::new(objdump).args([
+            "-D",
+            "-b",
+            "binary",
+            "-m",
+            "i386:x86-64",
+            &format!("--adjust-vma={:#x}", s.addr),
+            file.to_str().unwrap(),
+        ]));
+        let theirs = parse_objdump(&out, s.addr);
+        let ours = disassemble(Arch::X86_64, code, s.addr, Syntax::Att);
+        assert_eq!(ours.len(), theirs.len(), "sub {}:\n{out}", s.index);
+        for (o, (off, bytes, text)) in ours.iter().zip(&theirs) {
+            assert_eq!(o.offset, *off, "sub {}", s.index);
+            assert_eq!(&o.bytes, bytes, "sub {} at {off:#x}", s.index);
+            assert_eq!(
+                normalize_att(&o.text),
+                normalize_att(text),
+                "sub {} at {off:#x}",
+                s.index
+            );
+        }
+        compared += ours.len();
+    }
+    compared
+}
