@@ -1,5 +1,7 @@
 //! The `bpfprof` command line: perf's habits, thin wiring over the library.
 
+mod annotate_cmd;
+mod record_cmd;
 mod report_cmd;
 
 use clap::{Parser, Subcommand};
@@ -19,12 +21,18 @@ struct Cli {
 enum Cmd {
     /// Show where the CPU went in a recording (bpfprof's or Linux perf's).
     Report(report_cmd::ReportArgs),
+    /// Show where inside a BPF program (or kernel/user function) the time goes.
+    Annotate(annotate_cmd::AnnotateArgs),
+    /// Record a profile (all CPUs, processes or a command), BPF programs included.
+    Record(record_cmd::RecordArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let r = match &cli.cmd {
         Cmd::Report(a) => report_cmd::run(a).map(|_| 0),
+        Cmd::Annotate(a) => annotate_cmd::run(a).map(|_| 0),
+        Cmd::Record(a) => record_cmd::run(a),
     };
     match r {
         Ok(code) => std::process::exit(code),

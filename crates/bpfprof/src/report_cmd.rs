@@ -78,6 +78,7 @@ pub fn run(a: &ReportArgs) -> Result<()> {
             kallsyms: a.kallsyms.clone(),
             symfs: a.symfs.clone(),
             progress: !a.json,
+            ip_hits: false,
         },
     )?;
     let opts = ReportOptions {

@@ -1,6 +1,8 @@
 //! Analysis of recordings: aggregation, report tables, the BPF view, call
 //! graphs and annotation.
 
+pub mod annotate;
+pub mod annotate_render;
 pub mod bpf_view;
 pub mod callgraph;
 pub mod profile;

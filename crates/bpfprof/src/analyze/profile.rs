@@ -84,6 +84,8 @@ pub struct ProfileOptions {
     pub symfs: Option<std::path::PathBuf>,
     /// Show progress on stderr.
     pub progress: bool,
+    /// Count samples per instruction address (for annotate).
+    pub ip_hits: bool,
 }
 
 pub struct Profile {
@@ -102,6 +104,13 @@ pub struct Profile {
     pub first_time: u64,
     pub last_time: u64,
     pub progs: BTreeMap<u32, ProgRecord>,
+    /// (symbol, address in the symbol's own space: kernel address, or ELF
+    /// virtual address for user code) → counts; filled with `ip_hits`.
+    pub ip_hits: FxHashMap<(crate::symbolize::SymId, u64), Counts>,
+    /// (BPF registration, offset in its code) → counts; filled with
+    /// `ip_hits`. Kept per registration, not per symbol: programs with the
+    /// same name share a report row but each has its own image.
+    pub bpf_hits: FxHashMap<(crate::symbolize::BpfSymId, u32), Counts>,
     pub warnings: Vec<String>,
 }
 
@@ -191,6 +200,8 @@ impl Profile {
             first_time: u64::MAX,
             last_time: 0,
             progs,
+            ip_hits: FxHashMap::default(),
+            bpf_hits: FxHashMap::default(),
             warnings,
         };
         let mut progress = crate::progress::Progress::new(opts.progress, file.data_size());
@@ -217,6 +228,22 @@ impl Profile {
                     let period = s.period.max(1);
                     p.rows.entry(key).or_default().add(period);
                     p.total.add(period);
+                    let live_bpf = if opts.ip_hits && kernel {
+                        p.sym.bpf.lookup(s.ip)
+                    } else {
+                        None
+                    };
+                    if let Some(b) = live_bpf {
+                        let off = (s.ip - p.sym.bpf.syms[b as usize].addr) as u32;
+                        p.bpf_hits.entry((b, off)).or_default().add(period);
+                    } else if opts.ip_hits {
+                        let addr = if kernel {
+                            s.ip
+                        } else {
+                            p.sym.user_vaddr(s.pid, s.ip).unwrap_or(s.ip)
+                        };
+                        p.ip_hits.entry((frame.sym, addr)).or_default().add(period);
+                    }
                     p.first_time = p.first_time.min(s.time);
                     p.last_time = p.last_time.max(s.time);
                     if opts.callchains {

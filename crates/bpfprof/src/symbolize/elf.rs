@@ -43,7 +43,9 @@ impl ElfSymbols {
         } else {
             obj.symbols().collect()
         };
-        for s in table {
+        // (start, preference key, symtab order, name, size)
+        let mut cands = Vec::new();
+        for (order, s) in table.into_iter().enumerate() {
             if s.kind() != SymbolKind::Text || s.address() == 0 || !s.is_definition() {
                 continue;
             }
@@ -52,18 +54,23 @@ impl ElfSymbols {
                 continue;
             }
             let name = demangle(name);
+            let key = preference(&name, s.size(), s.is_weak(), s.is_global());
+            cands.push((s.address(), key, order, name, s.size()));
+        }
+        // Aliases at one address: keep the one perf keeps, so that both
+        // tools print the same name.
+        cands.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+        cands.dedup_by_key(|c| c.0);
+        for (start, _, _, name, size) in cands {
             let name_off = out.names.len() as u32;
             out.names.push_str(&name);
             out.syms.push(Sym {
-                start: s.address(),
-                end: s.address() + s.size(),
+                start,
+                end: start + size,
                 name_off,
                 name_len: name.len() as u32,
             });
         }
-        out.syms
-            .sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
-        out.syms.dedup_by_key(|s| s.start);
         // Zero-sized symbols extend to the next one, as perf's fixup does.
         for i in 0..out.syms.len() {
             if out.syms[i].end == out.syms[i].start {
@@ -121,6 +128,25 @@ impl ElfSymbols {
             .find(|&&(_, size, va)| vaddr >= va && vaddr < va + size)
             .map(|&(o, _, va)| vaddr - va + o)
     }
+}
+
+/// perf's `choose_best_symbol` order, as a key to maximize: a sized symbol,
+/// then non-weak, then global, then fewer leading underscores, then the
+/// longer name; ties go to the first in the symbol table.
+fn preference(
+    name: &str,
+    size: u64,
+    weak: bool,
+    global: bool,
+) -> (bool, bool, bool, std::cmp::Reverse<usize>, usize) {
+    let underscores = name.bytes().take_while(|&b| b == b'_').count();
+    (
+        size > 0,
+        !weak,
+        global && !weak,
+        std::cmp::Reverse(underscores),
+        name.len(),
+    )
 }
 
 /// Rust and C++ names demangled as perf shows them (Rust without the hash).

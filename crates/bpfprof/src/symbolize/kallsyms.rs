@@ -110,6 +110,13 @@ impl Kallsyms {
         })
     }
 
+    /// The start of the first symbol after `addr` (a symbol's end, since
+    /// kallsyms has no sizes).
+    pub fn next_after(&self, addr: u64) -> Option<u64> {
+        let i = self.entries.partition_point(|e| e.addr <= addr);
+        self.entries.get(i).map(|e| e.addr)
+    }
+
     /// Address of a named symbol (e.g. `_text`); a linear scan, for set-up.
     pub fn address_of(&self, name: &str) -> Option<u64> {
         self.entries

@@ -7,6 +7,7 @@ pub mod bpf;
 mod debug_files;
 pub mod elf;
 pub mod kallsyms;
+pub mod kcore;
 mod threads;
 
 use std::path::{Path, PathBuf};
@@ -98,7 +99,10 @@ pub const KERNEL_START: u64 = 0xffff_0000_0000_0000;
 pub struct Symbolizer {
     pub dsos: Vec<Dso>,
     pub syms: Vec<Sym>,
-    sym_index: FxHashMap<(DsoId, Box<str>), SymId>,
+    /// Symbols are identified by address within their DSO, as perf's
+    /// sort does (two functions may share a demangled name); BPF symbols by
+    /// DSO alone, which merges same-named programs as perf does.
+    sym_index: FxHashMap<(DsoId, u64), SymId>,
     dso_index: FxHashMap<(DsoKind, Box<str>), DsoId>,
     pub kallsyms: Kallsyms,
     pub bpf: BpfSymbols,
@@ -150,7 +154,8 @@ impl Symbolizer {
         start: u64,
         bpf: Option<BpfSymId>,
     ) -> SymId {
-        if let Some(&id) = self.sym_index.get(&(dso, name.into())) {
+        let key = (dso, if bpf.is_some() { 0 } else { start });
+        if let Some(&id) = self.sym_index.get(&key) {
             return id;
         }
         let id = self.syms.len() as SymId;
@@ -161,7 +166,7 @@ impl Symbolizer {
             start,
             bpf,
         });
-        self.sym_index.insert((dso, name.into()), id);
+        self.sym_index.insert(key, id);
         id
     }
 
@@ -239,6 +244,13 @@ impl Symbolizer {
         };
         self.threads.cache(pid, addr, f);
         f
+    }
+
+    /// The ELF virtual address of a user address of `pid`, where the
+    /// binary is readable.
+    pub fn user_vaddr(&self, pid: u32, addr: u64) -> Option<u64> {
+        let m = self.threads.find_map(pid, addr)?;
+        self.elf(m.dso)?.offset_to_vaddr(addr - m.start + m.pgoff)
     }
 
     /// Resolve by the address's own space (for callchain entries the

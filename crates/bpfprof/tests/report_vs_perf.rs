@@ -1,0 +1,93 @@
+//! `bpfprof report` against `perf report` on files recorded by Linux perf
+//! while generated BPF programs run: programs loaded before the recording,
+//! loaded during it, and unloaded before it ends.
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bpfinfo::testprog::{TestProg, TestProgKind};
+
+#[test]
+fn flat_report_agrees_with_perf_on_a_perf_recording_with_bpf() {
+    if !support::live(true) {
+        return;
+    }
+    let dir = support::tempdir();
+    let data = support::path(&dir, "perf.data");
+    let before = TestProg::builder()
+        .name("rep_before")
+        .loop_iters(3000)
+        .build()
+        .unwrap();
+    let before = before.load().expect("load the first test program");
+    let _attach = before
+        .attach_tracepoint("syscalls", "sys_enter_getpid")
+        .expect("attach");
+
+    let mut perf = Command::new("perf")
+        .args(["record", "-a", "-F", "1999", "-o"])
+        .arg(&data)
+        .args(["--", "sleep", "3"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start perf record");
+    // Let perf start, then run programs while it records.
+    std::thread::sleep(Duration::from_millis(700));
+    support::getpid_until(Instant::now() + Duration::from_millis(800));
+    let during = TestProg::builder()
+        .name("rep_during")
+        .loop_iters(5000)
+        .build()
+        .unwrap();
+    let during = during.load().expect("load the second test program");
+    let second = during
+        .attach_tracepoint("syscalls", "sys_enter_getpid")
+        .expect("attach");
+    let during_id = during.id();
+    support::getpid_until(Instant::now() + Duration::from_millis(800));
+    drop(second);
+    drop(during);
+    let out = perf.wait_with_output().expect("perf record");
+    assert!(
+        out.status.success(),
+        "perf record: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let theirs = support::perf_flat(&data);
+    let (total, ours) = support::ours_flat(&data);
+    support::assert_flat_agree(total, &ours, &theirs);
+
+    // The BPF rows are there, under the sub-programs' names, in both.
+    let bpf: Vec<_> = ours
+        .iter()
+        .filter(|r| r.dso.starts_with("bpf_prog_"))
+        .collect();
+    assert!(
+        bpf.iter().any(|r| r.percent >= 1.0),
+        "no BPF row of 1% or more: {ours:?}"
+    );
+    let json = support::stdout(
+        support::bpfprof()
+            .args(["report", "--bpf", "--json", "-i"])
+            .arg(&data),
+    );
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let progs = v["bpf"]["programs"]
+        .as_array()
+        .expect("BPF view lists programs");
+    let unloaded = progs
+        .iter()
+        .find(|p| p["id"].as_u64() == Some(during_id as u64))
+        .expect("the program unloaded during the recording is in the BPF view");
+    assert!(unloaded["unloaded_at"].as_f64().is_some(), "{unloaded}");
+    assert!(unloaded["loaded_at"].as_f64().is_some(), "{unloaded}");
+    let subs = unloaded["subprogs"].as_array().unwrap();
+    assert!(
+        subs.iter().any(|s| s["index"].as_u64() == Some(1)),
+        "sub-program 1 got samples: {unloaded}"
+    );
+}

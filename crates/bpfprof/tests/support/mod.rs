@@ -1,0 +1,170 @@
+//! Shared by the live report/annotate tests: the skip-or-fail gate, perf
+//! helpers, and a workload that makes BPF programs run.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Whether a live test can run. Without what it needs it prints why and
+/// skips, unless `CI` is set: then it fails, so a green CI run never hides
+/// a skipped core test.
+pub fn live(needs_perf: bool) -> bool {
+    let mut missing = Vec::new();
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let root = status
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .is_some_and(|l| l.split_whitespace().nth(2) == Some("0"));
+    if !root {
+        missing.push("root (to load BPF programs and sample the system)");
+    }
+    if needs_perf && Command::new("perf").arg("--version").output().is_err() {
+        missing.push("Linux perf (apt-get install linux-perf)");
+    }
+    if missing.is_empty() {
+        return true;
+    }
+    let why = format!("live test needs {}", missing.join(" and "));
+    if std::env::var_os("CI").is_some() {
+        panic!("{why} (CI is set, so this fails instead of skipping)");
+    }
+    eprintln!("SKIPPED: {why}");
+    false
+}
+
+pub fn bpfprof() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_bpfprof"))
+}
+
+/// Run a command, panicking with its stderr when it fails.
+pub fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+pub fn stdout(cmd: &mut Command) -> String {
+    String::from_utf8_lossy(&run(cmd).stdout).into_owned()
+}
+
+/// A row of a flat `--sort dso,sym` report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlatRow {
+    pub percent: f64,
+    pub samples: u64,
+    pub dso: String,
+    /// `[k] name` or `[.] name`.
+    pub sym: String,
+}
+
+/// `perf report --stdio --no-children --sort dso,sym -g none -n` as rows.
+pub fn perf_flat(file: &Path) -> Vec<FlatRow> {
+    let text = stdout(
+        Command::new("perf")
+            .args([
+                "report",
+                "--stdio",
+                "--no-children",
+                "--sort",
+                "dso,sym",
+                "-g",
+                "none",
+                "-n",
+                "-i",
+            ])
+            .arg(file),
+    );
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let t: Vec<&str> = l.split_whitespace().collect();
+            if t.len() < 5 {
+                return None;
+            }
+            Some(FlatRow {
+                percent: t[0].trim_end_matches('%').parse().ok()?,
+                samples: t[1].parse().ok()?,
+                dso: t[2].to_string(),
+                sym: t[3..].join(" "),
+            })
+        })
+        .collect()
+}
+
+/// `bpfprof report --sort dso,sym --json` as rows.
+pub fn ours_flat(file: &Path) -> (u64, Vec<FlatRow>) {
+    let text = stdout(
+        bpfprof()
+            .args(["report", "--sort", "dso,sym", "--json", "-i"])
+            .arg(file),
+    );
+    let v: serde_json::Value = serde_json::from_str(&text).expect("report --json is JSON");
+    let rows = v["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| FlatRow {
+            percent: r["overhead"].as_f64().unwrap(),
+            samples: r["samples"].as_u64().unwrap(),
+            dso: r["dso"].as_str().unwrap().to_string(),
+            sym: format!(
+                "[{}] {}",
+                if r["kernel"].as_bool().unwrap() {
+                    'k'
+                } else {
+                    '.'
+                },
+                r["symbol"].as_str().unwrap()
+            ),
+        })
+        .collect();
+    (v["samples"].as_u64().unwrap(), rows)
+}
+
+/// The agreement rule: every row at or above 0.5% in either report
+/// is in the other within 0.1 point, and the sample totals are equal.
+pub fn assert_flat_agree(ours_total: u64, ours: &[FlatRow], perf: &[FlatRow]) {
+    let perf_total: u64 = perf.iter().map(|r| r.samples).sum();
+    assert_eq!(ours_total, perf_total, "total samples differ");
+    let find = |rows: &[FlatRow], r: &FlatRow| {
+        rows.iter()
+            .find(|x| x.dso == r.dso && x.sym == r.sym)
+            .cloned()
+    };
+    for (a, b, who) in [(perf, ours, "ours"), (ours, perf, "perf's")] {
+        for r in a.iter().filter(|r| r.percent >= 0.5) {
+            let other = find(b, r).unwrap_or_else(|| panic!("{r:?} is missing from {who} report"));
+            assert!(
+                (other.percent - r.percent).abs() <= 0.1 + 1e-9,
+                "{r:?} vs {other:?}: more than 0.1 point apart"
+            );
+        }
+    }
+}
+
+/// Call getpid(2) in a loop on this thread until `until` (std's
+/// `process::id()` is a real getpid call: glibc no longer caches it). Each
+/// call runs whatever BPF program is attached to sys_enter_getpid.
+pub fn getpid_until(until: std::time::Instant) -> u64 {
+    let mut n = 0;
+    while std::time::Instant::now() < until {
+        for _ in 0..1000 {
+            std::hint::black_box(std::process::id());
+        }
+        n += 1000;
+    }
+    n
+}
+
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+pub fn path(dir: &tempfile::TempDir, name: &str) -> PathBuf {
+    dir.path().join(name)
+}
