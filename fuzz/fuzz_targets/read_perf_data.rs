@@ -1,0 +1,66 @@
+//! Open arbitrary bytes as perf.data, touch every feature, and iterate all
+//! records in both orders. Beyond "no panic", it checks that the iterator
+//! ends: an error must not repeat forever at the same place.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use perfdata::{PerfFile, Record};
+
+fn touch(r: &Record<'_>) -> u64 {
+    match r {
+        Record::Sample(s) => s.ip ^ s.callchain().fold(0, |a, x| a ^ x),
+        Record::Ksymbol(k) => k.addr ^ k.name.len() as u64,
+        Record::Mmap(m) => m.addr ^ m.filename.len() as u64,
+        Record::Mmap2(m) => m.addr ^ m.filename.len() as u64,
+        Record::Comm(c) => c.comm.len() as u64,
+        Record::BpfEvent(b) => b.id as u64,
+        _ => 0,
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(file) = PerfFile::from_bytes(data.to_vec()) else {
+        return;
+    };
+    let f = file.features();
+    let mut acc = format!("{f:?}").len() as u64;
+    for a in file.attrs() {
+        acc ^= a.ids.len() as u64 ^ a.name.len() as u64;
+        for &id in &a.ids {
+            acc ^= file.attr_index(id).unwrap_or(0) as u64;
+        }
+    }
+    for sorted in [true, false] {
+        let it = if sorted {
+            file.records()
+        } else {
+            file.records_in_file_order()
+        };
+        let Ok(mut it) = it else { continue };
+        let mut last_err: Option<String> = None;
+        let mut repeats = 0;
+        loop {
+            match it.next() {
+                Ok(None) => break,
+                Ok(Some(r)) => {
+                    last_err = None;
+                    repeats = 0;
+                    assert!(r.raw.len() >= 8);
+                    assert_eq!(r.raw.len(), r.header.size as usize);
+                    acc ^= touch(&r.record) ^ r.offset;
+                }
+                Err(e) => {
+                    let m = e.to_string();
+                    if last_err.as_deref() == Some(&m) {
+                        repeats += 1;
+                        assert!(repeats < 3, "the iterator repeats an error forever: {m}");
+                    } else {
+                        repeats = 0;
+                    }
+                    last_err = Some(m);
+                }
+            }
+        }
+        acc ^= it.warnings.len() as u64;
+    }
+    std::hint::black_box(acc);
+});
