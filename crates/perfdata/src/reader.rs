@@ -394,9 +394,16 @@ impl<'f> Records<'f> {
             if self.done {
                 break Next::End;
             }
-            let (compressed, offset) = match self.read_raw()? {
-                Some(x) => x,
-                None => {
+            let (compressed, offset) = match self.read_raw() {
+                Ok(Some(x)) => x,
+                Err(e) => {
+                    // Broken framing: nothing after it can be found, so stop
+                    // reading input (queued records are still delivered).
+                    self.pos = self.end;
+                    self.inflate = None;
+                    return Err(e);
+                }
+                Ok(None) => {
                     self.flush(u64::MAX);
                     self.done = true;
                     continue;
