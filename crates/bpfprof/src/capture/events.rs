@@ -141,13 +141,18 @@ pub fn tracking_attr(c: &Config, target: &Target) -> Option<EventAttr> {
 
 /// The side band's own dummy: BPF_EVENT only, woken on every byte, never
 /// written to the file.
+///
+/// No sample_id_all, on purpose: the kernel's perf_event_bpf_output() and
+/// perf_event_ksymbol_output() add each listening event's trailer size to
+/// a header shared by all listeners and never restore it, so every event
+/// with a trailer inflates the records of the events served after it.
 pub fn sideband_attr() -> EventAttr {
     EventAttr {
         type_: event_type::SOFTWARE,
         config: sw::DUMMY,
         sample_period: 1,
-        sample_type: TRACKING_SAMPLE_TYPE,
-        flags: flags::SAMPLE_ID_ALL | flags::WATERMARK | flags::BPF_EVENT,
+        sample_type: 0,
+        flags: flags::WATERMARK | flags::BPF_EVENT,
         wakeup: 1,
         ..Default::default()
     }

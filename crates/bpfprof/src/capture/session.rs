@@ -187,8 +187,9 @@ fn rotate_old(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Resolve a command like a shell: a name with a slash as is, else along PATH.
-fn resolve_command(name: &str) -> Option<PathBuf> {
+/// Resolve a command like a shell: a name with a slash as is, else along
+/// PATH. The error is the shell's message and exit code.
+fn resolve_command(name: &str) -> Result<PathBuf, (String, i32)> {
     use std::os::unix::fs::PermissionsExt;
     let is_exec = |p: &Path| {
         std::fs::metadata(p)
@@ -196,12 +197,18 @@ fn resolve_command(name: &str) -> Option<PathBuf> {
             .unwrap_or(false)
     };
     if name.contains('/') {
-        return Some(PathBuf::from(name));
+        let p = PathBuf::from(name);
+        return match std::fs::metadata(&p) {
+            Err(e) => Err((format!("{name}: {e}"), 127)),
+            Ok(_) if !is_exec(&p) => Err((format!("{name}: Permission denied"), 126)),
+            Ok(_) => Ok(p),
+        };
     }
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
     std::env::split_paths(&path)
         .map(|d| d.join(name))
         .find(|p| is_exec(p))
+        .ok_or_else(|| (format!("{name}: command not found"), 127))
 }
 
 /// Threads of each process, for per-thread events.
@@ -252,9 +259,12 @@ pub fn record(opts: &Options) -> anyhow::Result<i32> {
         What::SystemWide => Target::SystemWide,
         What::Pids(p) => Target::Threads(threads_of(p)?),
         What::Command(argv) => {
-            let Some(path) = resolve_command(&argv[0]) else {
-                eprintln!("bpfprof: {}: command not found", argv[0]);
-                return Ok(127);
+            let path = match resolve_command(&argv[0]) {
+                Ok(p) => p,
+                Err((msg, code)) => {
+                    eprintln!("bpfprof: {msg}");
+                    return Ok(code);
+                }
             };
             let c = |s: &str| std::ffi::CString::new(s).context("NUL byte in the command line");
             let cpath = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())?;
@@ -399,8 +409,11 @@ fn record_target(
         time_off: time_offset(&opened.attrs[0].attr),
         ..Default::default()
     };
+    let trailer = opened.attrs[0].attr.id_trailer_size();
     let mut stream = Stream {
         opened,
+        fixed: Vec::with_capacity(1024),
+        trailer,
         pfds: Vec::new(),
         wake: wake_r,
         write_error: None,
@@ -561,8 +574,27 @@ fn apply_stream_bpf_events(book: &SharedBook, tally: &mut Tally, capture: Captur
         .extend(tally.pending_unloads.drain(..).filter(|&id| id != 0));
 }
 
+/// The real length of a KSYMBOL or BPF_EVENT record whose header size the
+/// kernel may have inflated (see [`events::sideband_attr`]): fields, then
+/// the trailer; whatever follows is stale ring bytes.
+fn true_len(r: &[u8], trailer: usize) -> usize {
+    let ty = u32::from_le_bytes(r[0..4].try_into().unwrap());
+    let fields = match ty {
+        record_type::BPF_EVENT => 24,
+        record_type::KSYMBOL => match r.get(24..).and_then(|n| n.iter().position(|&c| c == 0)) {
+            Some(n) => 24 + (n + 1).div_ceil(8) * 8,
+            None => return r.len(),
+        },
+        _ => return r.len(),
+    };
+    (fields + trailer).min(r.len())
+}
+
 struct Stream {
     opened: Opened,
+    /// A KSYMBOL/BPF_EVENT being trimmed (see [`true_len`]).
+    fixed: Vec<u8>,
+    trailer: usize,
     pfds: Vec<libc::pollfd>,
     wake: OwnedFd,
     write_error: Option<perfdata::Error>,
@@ -577,9 +609,22 @@ impl Stream {
         side_band: bool,
     ) -> bool {
         let mut wrote = false;
+        let trailer = self.trailer;
         for cr in self.opened.rings.iter_mut() {
             let err = &mut self.write_error;
-            let d = cr.ring.drain(|rec| {
+            let fixed = &mut self.fixed;
+            let d = cr.ring.drain(|raw| {
+                let ty = u32::from_le_bytes(raw[0..4].try_into().unwrap());
+                let mut rec = raw;
+                if ty == record_type::KSYMBOL || ty == record_type::BPF_EVENT {
+                    let n = true_len(raw, trailer);
+                    if n < raw.len() {
+                        fixed.clear();
+                        fixed.extend_from_slice(&raw[..n]);
+                        fixed[6..8].copy_from_slice(&(n as u16).to_le_bytes());
+                        rec = &fixed[..];
+                    }
+                }
                 tally.see(rec, side_band);
                 match w.write_raw(rec) {
                     Ok(()) => true,
