@@ -165,10 +165,10 @@ impl Program {
     }
 
     /// The machine code of sub-program `sub`, if the JIT image was captured
-    /// and holds it.
+    /// and holds it (and its length is known).
     pub fn jited_bytes(&self, sub: usize) -> Option<&[u8]> {
         let s = self.subprogs.get(sub)?;
-        if !self.info.has(array::JITED_INSNS) {
+        if !self.info.has(array::JITED_INSNS) || s.len == 0 {
             return None;
         }
         let start = s.image_offset as usize;

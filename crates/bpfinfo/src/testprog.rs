@@ -26,6 +26,11 @@ pub use crate::sys::TestRunResult;
 #[cfg(target_os = "linux")]
 use crate::sys::{self, Capture, LiveProg};
 use crate::Error;
+use perfdata::{FuncInfo, LineInfo};
+
+fn le32(b: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes(b[off..off + 4].try_into().expect("4 bytes"))
+}
 
 /// The program type to load as; it decides how the program can be run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -174,6 +179,32 @@ impl TestProg {
     /// The line_info entries, in instruction order.
     pub fn expected_source_lines(&self) -> &[ExpectedLine] {
         &self.generated.lines
+    }
+
+    /// The `bpf_func_info` records loaded with the program.
+    pub fn func_info(&self) -> Vec<FuncInfo> {
+        self.generated
+            .func_info
+            .chunks_exact(8)
+            .map(|r| FuncInfo {
+                insn_off: le32(r, 0),
+                type_id: le32(r, 4),
+            })
+            .collect()
+    }
+
+    /// The `bpf_line_info` records loaded with the program.
+    pub fn line_info(&self) -> Vec<LineInfo> {
+        self.generated
+            .line_info
+            .chunks_exact(16)
+            .map(|r| LineInfo {
+                insn_off: le32(r, 0),
+                file_name_off: le32(r, 4),
+                line_off: le32(r, 8),
+                line_col: le32(r, 12),
+            })
+            .collect()
     }
 
     /// The BTF FUNC names of the sub-programs, in order (main first).
