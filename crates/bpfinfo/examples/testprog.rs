@@ -1,5 +1,6 @@
 //! Load the generated test program, attach it to `sys_enter_getpid`, call
-//! getpid a few times and print what the kernel says about it.
+//! getpid a few times and print what the kernel says about it: sub-programs,
+//! the xlated listing and the machine code with source lines.
 //!
 //! Run as root: `cargo run -p bpfinfo --example testprog`
 
@@ -33,8 +34,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for s in prog.subprogs() {
         println!("{}:", s.ksym_name);
         let code = prog.jited_bytes(s.index).unwrap_or_default();
-        std::fs::write(format!("/tmp/sub{}.bin", s.index), code)?;
-        for i in disassemble(Arch::X86_64, code, s.addr, Syntax::Att) {
+        for i in disassemble(
+            Arch::host().unwrap_or(Arch::X86_64),
+            code,
+            s.addr,
+            Syntax::Att,
+        ) {
             if let Some(l) = prog
                 .jit_lines(s.index)
                 .iter()
@@ -44,10 +49,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             println!("{:4x}: {}", i.offset, i.text);
         }
-    }
-    println!("id {}", loaded.id());
-    if std::env::args().any(|a| a == "--hold") {
-        std::thread::sleep(std::time::Duration::from_secs(30));
     }
     Ok(())
 }

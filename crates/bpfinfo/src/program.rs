@@ -205,11 +205,12 @@ impl Program {
     }
 
     /// The sub-program xlated instruction `index` belongs to, from the
-    /// `func_info` start offsets (a program without func_info has one).
+    /// `func_info` start offsets. Without func_info this is known only for a
+    /// single-function program.
     pub fn subprog_of_xlated(&self, index: u32) -> Option<usize> {
         let fi = &self.info.func_info;
         if fi.is_empty() {
-            return Some(0);
+            return (self.subprogs.len() <= 1).then_some(0);
         }
         fi.partition_point(|f| f.insn_off <= index).checked_sub(1)
     }

@@ -1,7 +1,7 @@
 //! The kernel side: bpf(2), perf_event_open(2) and friends.
 //!
 //! This is the only module with `unsafe` code. Every system call goes through
-//! a byte buffer built from zeroes ([`attr`]), and every file descriptor the
+//! a byte buffer built from zeroes (see `attr.rs`), and every file descriptor the
 //! kernel hands out is wrapped in an [`OwnedFd`] at once, so it is closed on
 //! every path.
 
