@@ -401,7 +401,7 @@ impl<'f> Records<'f> {
                     // reading input (queued records are still delivered).
                     self.pos = self.end;
                     self.inflate = None;
-                    return Err(e);
+                    return Err(named(e, &self.file.path));
                 }
                 Ok(None) => {
                     self.flush(u64::MAX);
@@ -412,7 +412,8 @@ impl<'f> Records<'f> {
             let h = Header::parse(&self.ibuf).expect("read_raw reads whole headers");
             match h.type_ {
                 rt::COMPRESSED | COMPRESSED2 => {
-                    self.inflate_record(h.type_, offset)?;
+                    self.inflate_record(h.type_, offset)
+                        .map_err(|e| named(e, &self.file.path))?;
                     continue;
                 }
                 rt::FINISHED_ROUND if self.sorted => {
@@ -459,13 +460,11 @@ impl<'f> Records<'f> {
         };
         let (header, record, sample_id) =
             parse_record(raw, &self.file.attrs, offset).map_err(|e| {
-                match (&self.file.path, compressed) {
-                    (_, true) => {
-                        Error::parse(offset, format!("in the decompressed data stream: {e}"))
-                    }
-                    (Some(p), _) => e.with_path(p),
-                    _ => e,
-                }
+                let e = match compressed {
+                    true => Error::parse(offset, format!("in the decompressed data stream: {e}")),
+                    false => e,
+                };
+                named(e, &self.file.path)
             })?;
         Ok(Some(RecordRef {
             header,
@@ -714,6 +713,14 @@ impl<'f> Records<'f> {
             "more than {MAX_QUEUED} records in one round: delivered those up to time {mid} early"
         ));
         self.flush(mid);
+    }
+}
+
+/// Attach the file's name, if it has one, to an error.
+fn named(e: Error, path: &Option<PathBuf>) -> Error {
+    match path {
+        Some(p) => e.with_path(p),
+        None => e,
     }
 }
 
