@@ -170,6 +170,10 @@ pub fn fetch_prog_fd(fd: BorrowedFd<'_>, capture: Capture) -> Result<LiveProg, E
     // new program between the two calls; fetch again once if counts moved.
     for attempt in 0..2 {
         let first = obj_info(fd, &mut InfoBuf::new())?;
+        if wanted == 0 {
+            info = Some(first);
+            break;
+        }
         let (got, changed) = fetch_arrays(fd, &first, wanted)?;
         if !changed || attempt == 1 {
             if changed {
