@@ -1,6 +1,7 @@
 //! The `bpfprof` command line: perf's habits, thin wiring over the library.
 
 mod annotate_cmd;
+mod bpf_cmd;
 mod record_cmd;
 mod report_cmd;
 
@@ -21,6 +22,8 @@ struct Cli {
 enum Cmd {
     /// Show where the CPU went in a recording (bpfprof's or Linux perf's).
     Report(report_cmd::ReportArgs),
+    /// List and inspect loaded BPF programs (like bpftool prog show/dump).
+    Bpf(bpf_cmd::BpfArgs),
     /// Show where inside a BPF program (or kernel/user function) the time goes.
     Annotate(annotate_cmd::AnnotateArgs),
     /// Record a profile (all CPUs, processes or a command), BPF programs included.
@@ -32,6 +35,7 @@ fn main() {
     let r = match &cli.cmd {
         Cmd::Report(a) => report_cmd::run(a).map(|_| 0),
         Cmd::Annotate(a) => annotate_cmd::run(a).map(|_| 0),
+        Cmd::Bpf(a) => bpf_cmd::run(a).map(|_| 0),
         Cmd::Record(a) => record_cmd::run(a),
     };
     match r {

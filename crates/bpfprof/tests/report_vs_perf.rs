@@ -82,7 +82,12 @@ fn flat_report_agrees_with_perf_on_a_perf_recording_with_bpf() {
     let unloaded = progs
         .iter()
         .find(|p| p["id"].as_u64() == Some(during_id as u64))
-        .expect("the program unloaded during the recording is in the BPF view");
+        .unwrap_or_else(|| {
+            panic!(
+                "program {during_id}, unloaded during the recording, is not in the BPF view: {}",
+                v["bpf"]
+            )
+        });
     assert!(unloaded["unloaded_at"].as_f64().is_some(), "{unloaded}");
     assert!(unloaded["loaded_at"].as_f64().is_some(), "{unloaded}");
     let subs = unloaded["subprogs"].as_array().unwrap();

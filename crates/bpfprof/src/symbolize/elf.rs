@@ -149,17 +149,91 @@ fn preference(
     )
 }
 
-/// Rust and C++ names demangled as perf shows them (Rust without the hash).
-fn demangle(name: &str) -> String {
+/// Rust and C++ names demangled as perf shows them by default: Rust
+/// without the hash, C++ as `c++filt -p` prints it (no outer parameter
+/// list, return type or clone suffix; local entities keep their enclosing
+/// function's parameters).
+pub fn demangle(name: &str) -> String {
     if let Ok(d) = rustc_demangle::try_demangle(name) {
         return format!("{d:#}");
     }
     if name.starts_with("_Z") {
-        if let Ok(d) = cpp_demangle::Symbol::new(name) {
-            if let Ok(s) = d.demangle(&cpp_demangle::DemangleOptions::default()) {
-                return s;
+        // `.cold`, `.constprop.0`... are GCC clone suffixes, not mangling.
+        let base = name.split('.').next().unwrap_or(name);
+        if let Ok(d) = cpp_demangle::Symbol::new(base) {
+            if let Ok(full) = d.demangle(&cpp_demangle::DemangleOptions::default()) {
+                return strip_signature(&full);
             }
         }
     }
     name.to_string()
+}
+
+/// `ret ns::f<T>(args) const` → `ns::f<T>`.
+fn strip_signature(full: &str) -> String {
+    let mut s = full.trim_end();
+    for q in [" const", " volatile", " &&", " &", " noexcept"] {
+        while let Some(r) = s.strip_suffix(q) {
+            s = r;
+        }
+    }
+    if s.ends_with(')') {
+        let mut depth = 0i32;
+        for (i, c) in s.char_indices().rev() {
+            match c {
+                ')' => depth += 1,
+                '(' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        s = &s[..i];
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    // A return type (template functions) ends at the last space outside
+    // brackets, unless that space belongs to `operator new` and the like.
+    let mut depth = 0i32;
+    let mut cut = None;
+    let bytes = s.as_bytes();
+    for (i, &c) in bytes.iter().enumerate() {
+        match c {
+            b'(' | b'<' | b'{' | b'[' => depth += 1,
+            b')' | b'>' | b'}' | b']' => depth -= 1,
+            b' ' if depth == 0 && !s[..i].ends_with("operator") => cut = Some(i + 1),
+            _ => {}
+        }
+    }
+    match cut {
+        Some(i) if !s[..i].trim_end().ends_with("operator") => s[i..].to_string(),
+        _ => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::demangle;
+
+    /// Expected values are `c++filt -p` (binutils 2.40) on this machine,
+    /// which is how perf's default demangling prints them.
+    #[test]
+    fn cpp_names_read_like_cxxfilt_p() {
+        for (mangled, want) in [
+            (
+                "_ZZN6fuzzer6Fuzzer6RunOneEPKhmbPNS_9InputInfoEbPbENKUljE_clEj",
+                "fuzzer::Fuzzer::RunOne(unsigned char const*, unsigned long, bool, fuzzer::InputInfo*, bool, bool*)::{lambda(unsigned int)#1}::operator()",
+            ),
+            ("_ZNSt6vectorIiSaIiEE9push_backERKi", "std::vector<int, std::allocator<int> >::push_back"),
+            ("_ZNK3foo3barEv", "foo::bar"),
+            ("_ZN3fooplERKS_", "foo::operator+"),
+            ("_ZN12_GLOBAL__N_13bazEi", "(anonymous namespace)::baz"),
+            ("_ZN6fuzzer10RunOneTestEPNS_6FuzzerEPKcm.cold", "fuzzer::RunOneTest"),
+            ("_Znwm", "operator new"),
+            ("_ZN9__gnu_cxx13new_allocatorIcE8allocateEmPKv", "__gnu_cxx::new_allocator<char>::allocate"),
+        ] {
+            assert_eq!(demangle(mangled), want, "{mangled}");
+        }
+    }
 }
