@@ -344,6 +344,57 @@ struct Inflate {
     pos: usize,
     /// Offset in the decompressed stream of `out[0]`.
     base: u64,
+    /// The payload of the last COMPRESSED record, and how much of it the
+    /// decoder has taken.
+    input: Vec<u8>,
+    in_pos: usize,
+    /// File offset of that record, for errors.
+    at: u64,
+    chunk: Vec<u8>,
+}
+
+impl Inflate {
+    /// Decompress up to one chunk more into `out`. False when the pending
+    /// input is used up and the decoder holds nothing more.
+    fn fill(&mut self) -> Result<bool> {
+        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+        // Drop what has been consumed, keeping a partial record.
+        self.base += self.pos as u64;
+        self.out.drain(..self.pos);
+        self.pos = 0;
+        let mut retried = false;
+        loop {
+            let mut input = InBuffer::around(&self.input[self.in_pos..]);
+            let mut out = OutBuffer::around(&mut self.chunk[..]);
+            let at = self.at;
+            self.decoder.run(&mut input, &mut out).map_err(|e| {
+                Error::parse(
+                    at,
+                    format!("COMPRESSED record: zstd data does not decode: {e}"),
+                )
+            })?;
+            let (took, n) = (input.pos(), out.pos());
+            self.in_pos += took;
+            self.out.extend_from_slice(&self.chunk[..n]);
+            if n > 0 || took > 0 {
+                return Ok(true);
+            }
+            if self.in_pos == self.input.len() {
+                return Ok(false);
+            }
+            if retried {
+                return Err(Error::parse(
+                    at,
+                    "COMPRESSED record: the zstd decoder makes no progress",
+                ));
+            }
+            // No progress with input left: the decoder needs a new frame.
+            self.decoder
+                .reinit()
+                .map_err(|e| Error::parse(at, format!("zstd: {e}")))?;
+            retried = true;
+        }
+    }
 }
 
 enum Next {
@@ -479,7 +530,7 @@ impl<'f> Records<'f> {
     /// Read the next whole record into `ibuf`, from the decompressed stream
     /// if one is pending, else from the file. Returns (compressed, offset).
     fn read_raw(&mut self) -> Result<Option<(bool, u64)>> {
-        if let Some(inf) = &mut self.inflate {
+        while let Some(inf) = &mut self.inflate {
             let avail = &inf.out[inf.pos..];
             if avail.len() >= 8 {
                 let size = u16::from_le_bytes([avail[6], avail[7]]) as usize;
@@ -496,6 +547,9 @@ impl<'f> Records<'f> {
                     inf.pos += size;
                     return Ok(Some((true, off)));
                 }
+            }
+            if !inf.fill()? {
+                break;
             }
         }
         if self.pos >= self.end {
@@ -567,6 +621,10 @@ impl<'f> Records<'f> {
         Err(self.framing(off, what))
     }
 
+    /// Queue the payload of a COMPRESSED record for [`Inflate::fill`]:
+    /// it is decompressed a chunk at a time, as records are read, so a
+    /// small frame that inflates to gigabytes costs no more memory than
+    /// a record.
     fn inflate_record(&mut self, ty: u32, offset: u64) -> Result<()> {
         let payload = if ty == COMPRESSED2 {
             let mut c = Cursor::new(&self.ibuf[8..], offset + 8);
@@ -595,49 +653,17 @@ impl<'f> Records<'f> {
                     out: Vec::new(),
                     pos: 0,
                     base: 0,
+                    input: Vec::new(),
+                    in_pos: 0,
+                    at: 0,
+                    chunk: vec![0u8; 1 << 16],
                 })
             }
         };
-        // Drop what has been consumed, keeping a partial record.
-        inf.base += inf.pos as u64;
-        inf.out.drain(..inf.pos);
-        inf.pos = 0;
-        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
-        let mut input = InBuffer::around(payload);
-        let mut chunk = vec![0u8; 1 << 16];
-        while input.pos() < payload.len() {
-            let mut out = OutBuffer::around(&mut chunk[..]);
-            inf.decoder.run(&mut input, &mut out).map_err(|e| {
-                Error::parse(
-                    offset,
-                    format!("COMPRESSED record: zstd data does not decode: {e}"),
-                )
-            })?;
-            let n = out.pos();
-            inf.out.extend_from_slice(&chunk[..n]);
-            if n == 0 && input.pos() < payload.len() {
-                // No progress with input left: the decoder needs a new frame.
-                inf.decoder
-                    .reinit()
-                    .map_err(|e| Error::parse(offset, format!("zstd: {e}")))?;
-            }
-        }
-        // Drain output still buffered inside the decoder.
-        loop {
-            let mut out = OutBuffer::around(&mut chunk[..]);
-            let mut empty = InBuffer::around(&[][..]);
-            inf.decoder.run(&mut empty, &mut out).map_err(|e| {
-                Error::parse(
-                    offset,
-                    format!("COMPRESSED record: zstd data does not decode: {e}"),
-                )
-            })?;
-            if out.pos() == 0 {
-                break;
-            }
-            let n = out.pos();
-            inf.out.extend_from_slice(&chunk[..n]);
-        }
+        inf.input.clear();
+        inf.input.extend_from_slice(payload);
+        inf.in_pos = 0;
+        inf.at = offset;
         Ok(())
     }
 
