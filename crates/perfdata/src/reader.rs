@@ -130,6 +130,7 @@ impl PerfFile {
         let attrs_raw = self.read_at(h.attrs.offset, h.attrs.size, "attrs")?;
         let n = attrs_raw.len() as u64 / h.attr_size;
         let mut entries = Vec::with_capacity(n as usize);
+        let mut ids_total = 0u64;
         for i in 0..n {
             let at = h.attrs.offset + i * h.attr_size;
             let chunk = &attrs_raw[(i * h.attr_size) as usize..((i + 1) * h.attr_size) as usize];
@@ -138,6 +139,17 @@ impl PerfFile {
             let attr = EventAttr::parse(&attr_bytes[..size.clamp(64, attr_bytes.len())], at)?;
             let mut c = Cursor::new(&chunk[(h.attr_size - 16) as usize..], at + h.attr_size - 16);
             let ids_sec = Section::read(&mut c, "attr ids section")?;
+            // Sections may overlap; their sum must not multiply the file.
+            ids_total = ids_total.saturating_add(ids_sec.size);
+            if ids_total > self.len {
+                return Err(Error::parse(
+                    at + h.attr_size - 16,
+                    format!(
+                        "attr ids sections add up to {ids_total} bytes, more than the {}-byte file",
+                        self.len
+                    ),
+                ));
+            }
             let ids_raw = self.read_at(ids_sec.offset, ids_sec.size, "attr ids")?;
             let ids = ids_raw
                 .chunks_exact(8)
