@@ -417,6 +417,7 @@ fn record_target(
         pfds: Vec::new(),
         wake: wake_r,
         write_error: None,
+        checkpointed: (w.data_size(), 0.0),
     };
     let end = if exit_code != 0 {
         End::ChildExited
@@ -454,10 +455,11 @@ fn record_target(
     }
 
     if let Some(e) = stream.write_error.take() {
-        let _ = w.checkpoint();
+        let (bytes, secs) = stream.checkpointed;
         eprintln!(
-            "bpfprof: writing {} failed: {e}\nThe file holds everything up to the last checkpoint (taken every second) and perf report can read it.",
-            opts.output.display()
+            "bpfprof: writing {} failed: {e:#}\nThe file stays readable by perf report with what the last checkpoint saw: {:.3} MB of data, {secs:.1} s into the recording (checkpoints are taken every second).",
+            opts.output.display(),
+            bytes as f64 / 1e6
         );
         return Ok(1);
     }
@@ -598,6 +600,8 @@ struct Stream {
     pfds: Vec<libc::pollfd>,
     wake: OwnedFd,
     write_error: Option<perfdata::Error>,
+    /// Data bytes and seconds into the recording at the last checkpoint.
+    checkpointed: (u64, f64),
 }
 
 impl Stream {
@@ -728,6 +732,7 @@ impl Stream {
                     self.write_error = Some(e);
                     return End::WriteFailed;
                 }
+                self.checkpointed = (w.data_size(), start.elapsed().as_secs_f64());
                 next_checkpoint = now + Duration::from_secs(1);
             }
         }
