@@ -7,5 +7,6 @@
 //! The command-line interface in `main.rs` is a thin layer over these.
 
 pub mod analyze;
+pub mod capture;
 pub mod progress;
 pub mod symbolize;

@@ -588,13 +588,14 @@ impl<'f> Records<'f> {
         let h = Header::parse(&self.ibuf).expect("8 bytes");
         let size = h.size as u64;
         if size < 8 {
-            return Err(self.framing(
+            // An unterminated file (the recorder died) may end in zeros.
+            return self.truncated(
                 off,
                 format!(
                     "record of type {} claims size {size}, less than its header",
                     h.type_
                 ),
-            ));
+            );
         }
         if size > left {
             return self.truncated(
