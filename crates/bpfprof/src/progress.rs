@@ -28,7 +28,7 @@ impl Progress {
         // Reading the clock per record would cost more than the record.
         self.calls = self.calls.wrapping_add(1);
         if !self.enabled
-            || self.calls % 4096 != 0
+            || !self.calls.is_multiple_of(4096)
             || self.last.elapsed() < Duration::from_millis(200)
         {
             return;

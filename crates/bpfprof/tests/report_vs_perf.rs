@@ -7,7 +7,7 @@ mod support;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use bpfinfo::testprog::{TestProg, TestProgKind};
+use bpfinfo::testprog::TestProg;
 
 #[test]
 fn flat_report_agrees_with_perf_on_a_perf_recording_with_bpf() {
@@ -26,7 +26,7 @@ fn flat_report_agrees_with_perf_on_a_perf_recording_with_bpf() {
         .attach_tracepoint("syscalls", "sys_enter_getpid")
         .expect("attach");
 
-    let mut perf = Command::new("perf")
+    let perf = Command::new("perf")
         .args(["record", "-a", "-F", "1999", "-o"])
         .arg(&data)
         .args(["--", "sleep", "3"])

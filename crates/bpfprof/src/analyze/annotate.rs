@@ -261,7 +261,7 @@ fn annotate_bpf(
             .checked_sub(1)?;
         Some(jit_lines[i].line)
     };
-    fill(&mut a, &insns, &hits, sp.addr, |off| line_of(off), c);
+    fill(&mut a, &insns, &hits, sp.addr, line_of, c);
     // Source lines: merge line_info entries of the same file:line.
     let src = prog.source_lines();
     let mut by_line: BTreeMap<(String, u32), (usize, Counts)> = BTreeMap::new();

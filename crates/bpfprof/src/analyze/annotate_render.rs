@@ -102,8 +102,8 @@ fn asm(a: &Annotation, o: &RenderOptions, out: &mut dyn Write) -> std::io::Resul
     writeln!(out, "#  Percent  Samples  Offset  Instruction")?;
     let mut last = None;
     for ins in &a.insns {
-        if ins.line.is_some() && ins.line != last {
-            let l = &a.lines[ins.line.unwrap()];
+        if let Some(li) = ins.line.filter(|_| ins.line != last) {
+            let l = &a.lines[li];
             writeln!(
                 out,
                 "                    :  {}:{}  {}",
@@ -133,8 +133,8 @@ fn xlated(a: &Annotation, o: &RenderOptions, out: &mut dyn Write) -> std::io::Re
     )?;
     let mut last = None;
     for x in &a.xlated {
-        if x.line.is_some() && x.line != last {
-            let l = &a.lines[x.line.unwrap()];
+        if let Some(li) = x.line.filter(|_| x.line != last) {
+            let l = &a.lines[li];
             writeln!(
                 out,
                 "                    ; {}:{}  {}",

@@ -80,7 +80,9 @@ pub fn summarize(p: &Profile) -> Option<BpfSummary> {
     }
     let t0 = p.first_time;
     let secs = |t: u64| (t.saturating_sub(t0)) as f64 / 1e9;
-    let mut progs: BTreeMap<u32, (Counts, BTreeMap<u32, (String, Counts)>)> = BTreeMap::new();
+    // Per program: its total, and per sub-program (name, counts).
+    type Subs = BTreeMap<u32, (String, Counts)>;
+    let mut progs: BTreeMap<u32, (Counts, Subs)> = BTreeMap::new();
     let mut images = Vec::new();
     let mut unattributed = Vec::new();
     let mut total = Counts::default();
@@ -173,7 +175,7 @@ pub fn summarize(p: &Profile) -> Option<BpfSummary> {
         })
         .collect();
     programs.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.id.cmp(&b.id)));
-    images.sort_by(|a, b| b.samples.cmp(&a.samples));
+    images.sort_by_key(|i| std::cmp::Reverse(i.samples));
     Some(BpfSummary {
         samples: total.samples,
         percent: pct(p, total),

@@ -18,12 +18,9 @@ pub fn find(binary: &Path, build_id: Option<&[u8]>) -> Option<PathBuf> {
         }
     }
     let p = Path::new("/usr/lib/debug").join(binary.strip_prefix("/").ok()?);
-    for cand in [p.clone(), PathBuf::from(format!("{}.debug", p.display()))] {
-        if cand.is_file() {
-            return Some(cand);
-        }
-    }
-    None
+    [p.clone(), PathBuf::from(format!("{}.debug", p.display()))]
+        .into_iter()
+        .find(|c| c.is_file())
 }
 
 /// The vdso's ELF image: from perf's build-id cache when the recording
