@@ -117,7 +117,10 @@ fn exercise(bytes: &[u8], path: Option<&Path>, ctx: &str) -> Outcome {
     };
     o.opened = true;
     for w in &file.features().warnings {
-        assert!(w.contains("offset 0x"), "{ctx}: feature warning without offset: {w}");
+        assert!(
+            w.contains("offset 0x"),
+            "{ctx}: feature warning without offset: {w}"
+        );
         o.warnings += 1;
     }
     let _ = format!("{:?}", file.features());
@@ -239,7 +242,11 @@ fn fixture_has_the_layout_of_the_reference() {
     assert_eq!((size(4), size(5), size(6)), (0x58, 0x38, 8));
 
     let f = PerfFile::from_bytes(b.clone()).unwrap();
-    assert!(f.features().warnings.is_empty(), "{:?}", f.features().warnings);
+    assert!(
+        f.features().warnings.is_empty(),
+        "{:?}",
+        f.features().warnings
+    );
     assert_eq!(f.features().hostname.as_deref(), Some("fixture-host"));
     assert_eq!(f.features().bpf_prog_info.as_ref().unwrap()[0].id, 128);
     let mut times = Vec::new();
@@ -315,12 +322,12 @@ fn flip_many(b: &[u8], seed: u64, rounds: usize, tag: &str) {
 
 #[test]
 fn bit_flips_at_many_offsets() {
-    flip_many(&fixture_bytes(), 0x5eed_0001, 20_000, "flip");
+    flip_many(&fixture_bytes(), 0x5eed_0001, 6_000, "flip");
 }
 
 #[test]
 fn bit_flips_in_a_compressed_file() {
-    flip_many(&compressed_fixture(|_| {}), 0x5eed_0002, 10_000, "flipz");
+    flip_many(&compressed_fixture(|_| {}), 0x5eed_0002, 3_000, "flipz");
 }
 
 // ------------------------------------------------- lying headers
@@ -345,7 +352,10 @@ fn hostile(b: &[u8], tag: &str) -> Outcome {
 fn not_perf_data() {
     for (tag, b) in [
         ("empty", Vec::new()),
-        ("text", b"hello, this is not a perf.data file at all\n".repeat(4)),
+        (
+            "text",
+            b"hello, this is not a perf.data file at all\n".repeat(4),
+        ),
         ("elf", {
             let mut v = b"\x7fELF\x02\x01\x01\0".to_vec();
             v.resize(200, 0);
@@ -584,10 +594,7 @@ fn a_framing_error_ends_the_iterator() {
                 Err(e) => break e.to_string(),
             }
         };
-        assert!(
-            e.contains(&format!("offset {:#x}", offs[2])),
-            "{e}"
-        );
+        assert!(e.contains(&format!("offset {:#x}", offs[2])), "{e}");
         // Records before the damage are delivered, nothing after it.
         let mut after = 0;
         loop {
@@ -617,7 +624,11 @@ fn callchain_nr_huge_fails_that_record_only() {
         let o = hostile(&m, &tag);
         assert!(o.errors > 0, "{tag}");
         // Only that record is lost.
-        assert_eq!(o.records, [FIXTURE_RECORDS - 3, FIXTURE_RECORDS - 1], "{tag}");
+        assert_eq!(
+            o.records,
+            [FIXTURE_RECORDS - 3, FIXTURE_RECORDS - 1],
+            "{tag}"
+        );
     }
 }
 
@@ -657,7 +668,9 @@ fn size_0_inside_a_compressed_stream() {
     let (d, _) = data_section(&b);
     let offs: Vec<usize> = record_offsets(&b).iter().map(|o| o - d).collect();
     for size in [0u16, 7] {
-        let m = compressed_fixture(|s| s[offs[3] + 6..offs[3] + 8].copy_from_slice(&size.to_le_bytes()));
+        let m = compressed_fixture(|s| {
+            s[offs[3] + 6..offs[3] + 8].copy_from_slice(&size.to_le_bytes())
+        });
         let tag = format!("compressed size {size}");
         let o = hostile(&m, &tag);
         assert!(o.errors > 0, "{tag}");
@@ -712,7 +725,11 @@ fn compressed_record_with_garbage_or_a_bomb() {
     let big = largest_allocation(|| {
         exercise(&m, None, "zstd bomb");
     });
-    assert!(big <= 64 << 20, "a {}-byte file made a {big}-byte allocation", m.len());
+    assert!(
+        big <= 64 << 20,
+        "a {}-byte file made a {big}-byte allocation",
+        m.len()
+    );
 }
 
 /// Write the fixture somewhere, for seeding the fuzzer:

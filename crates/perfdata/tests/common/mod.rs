@@ -151,8 +151,12 @@ pub fn perf_type_name(t: u32) -> String {
 /// (TOTAL excluded).
 pub fn perf_dump_counts(dump: &str) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
-    let mut lines = dump.lines().skip_while(|l| !l.starts_with("Aggregated stats:"));
-    lines.next().expect("perf report -D prints Aggregated stats:");
+    let mut lines = dump
+        .lines()
+        .skip_while(|l| !l.starts_with("Aggregated stats:"));
+    lines
+        .next()
+        .expect("perf report -D prints Aggregated stats:");
     for l in lines {
         let Some((name, rest)) = l.trim().split_once(" events:") else {
             break;
@@ -519,7 +523,12 @@ pub fn fixture_bytes() -> Vec<u8> {
     .unwrap();
     w.finished_round().unwrap();
     let chains: [&[u64]; 3] = [
-        &[perfdata::context::KERNEL, 0xffff_ffff_c000_1048, 0xffff_ffff_c000_1010, 0xffff_ffff_8100_0100],
+        &[
+            perfdata::context::KERNEL,
+            0xffff_ffff_c000_1048,
+            0xffff_ffff_c000_1010,
+            0xffff_ffff_8100_0100,
+        ],
         &[perfdata::context::USER, 0x40_0100, 0x40_0200],
         &[
             perfdata::context::KERNEL,
@@ -543,7 +552,11 @@ pub fn fixture_bytes() -> Vec<u8> {
             period: 1_001_001,
             callchain: Some(&bytes),
         };
-        let misc = if cc[0] == perfdata::context::USER { 2 } else { 1 };
+        let misc = if cc[0] == perfdata::context::USER {
+            2
+        } else {
+            1
+        };
         w.write(&Record::Sample(s), misc, &SampleId::default())
             .unwrap();
     }
