@@ -30,6 +30,7 @@ mod cursor;
 mod error;
 mod features;
 mod header;
+mod mmap;
 mod reader;
 mod record;
 mod writer;

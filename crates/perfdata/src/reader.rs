@@ -3,7 +3,7 @@
 //! in time order with perf's FINISHED_ROUND semantics.
 
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use crate::attr::{sample_type as st, AttrEntry, EventAttr};
@@ -22,30 +22,11 @@ const MAX_FEATURE_SIZE: u64 = 1 << 30;
 /// delivered early, as perf does when its queue hits its memory limit.
 const MAX_QUEUED: usize = 1 << 21;
 
-enum Input {
-    File(BufReader<File>),
-    Bytes(std::io::Cursor<std::sync::Arc<[u8]>>),
-}
-
-impl Input {
-    fn reader(&mut self) -> &mut dyn Read {
-        match self {
-            Input::File(f) => f,
-            Input::Bytes(b) => b,
-        }
-    }
-    fn seek(&mut self, off: u64) -> std::io::Result<()> {
-        match self {
-            Input::File(f) => f.seek(SeekFrom::Start(off)).map(|_| ()),
-            Input::Bytes(b) => b.seek(SeekFrom::Start(off)).map(|_| ()),
-        }
-    }
-}
-
 /// An open perf.data file.
 pub struct PerfFile {
     path: Option<PathBuf>,
     file: Option<File>,
+    map: Option<crate::mmap::Map>,
     bytes: Option<std::sync::Arc<[u8]>>,
     len: u64,
     header: FileHeader,
@@ -62,9 +43,17 @@ impl PerfFile {
         };
         let file = File::open(path).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
+        // Records are parsed in place from a mapping; an empty file cannot
+        // be mapped, and is rejected by the header check below anyway.
+        let map = if len > 0 {
+            Some(crate::mmap::Map::new(&file).map_err(io)?)
+        } else {
+            None
+        };
         let mut f = PerfFile {
             path: Some(path.to_path_buf()),
             file: Some(file),
+            map,
             bytes: None,
             len,
             header: FileHeader::default(),
@@ -81,6 +70,7 @@ impl PerfFile {
         let mut f = PerfFile {
             path: None,
             file: None,
+            map: None,
             bytes: Some(bytes.into()),
             len,
             header: FileHeader::default(),
@@ -93,8 +83,8 @@ impl PerfFile {
 
     fn read_at(&self, offset: u64, len: u64, what: &str) -> Result<Vec<u8>> {
         let range = Section { offset, size: len }.range(self.len, offset, what)?;
-        if let Some(b) = &self.bytes {
-            return Ok(b[range].to_vec());
+        if self.map.is_some() || self.bytes.is_some() {
+            return Ok(self.all_bytes()[range].to_vec());
         }
         let mut buf = vec![0u8; len as usize];
         let mut f = self.file.as_ref().expect("file or bytes");
@@ -273,27 +263,21 @@ impl PerfFile {
         self.records_with(false)
     }
 
+    /// The whole file's bytes: mapped, or held in memory.
+    fn all_bytes(&self) -> &[u8] {
+        match (&self.map, &self.bytes) {
+            (Some(m), _) => m.bytes(),
+            (None, Some(b)) => b,
+            (None, None) => &[],
+        }
+    }
+
     fn records_with(&self, sorted: bool) -> Result<Records<'_>> {
         let (start, end) = self.data_range();
-        let mut input = match (&self.file, &self.bytes) {
-            (Some(f), _) => {
-                let f = f.try_clone().map_err(|source| Error::Io {
-                    path: self.path.clone().unwrap_or_default(),
-                    source,
-                })?;
-                Input::File(BufReader::with_capacity(1 << 20, f))
-            }
-            (None, Some(b)) => Input::Bytes(std::io::Cursor::new(b.clone())),
-            (None, None) => unreachable!("PerfFile has a file or bytes"),
-        };
-        input.seek(start).map_err(|source| Error::Io {
-            path: self.path.clone().unwrap_or_default(),
-            source,
-        })?;
         let first = self.attrs.entries()[0].attr;
         Ok(Records {
             file: self,
-            input,
+            data: self.all_bytes(),
             pos: start,
             end,
             unterminated: self.header.data.size == 0,
@@ -305,8 +289,7 @@ impl PerfFile {
             ready: Vec::new(),
             rarena: Vec::new(),
             ibuf: Vec::with_capacity(4096),
-            ibuf_offset: 0,
-            seq: 0,
+            immediate: Loc::Buf { offset: 0 },
             next_flush: 0,
             max_time: 0,
             done: false,
@@ -340,14 +323,26 @@ pub struct RecordRef<'a> {
     pub compressed: bool,
 }
 
+/// A record waiting for its round to close: where its bytes are (in the
+/// file, not copied, or in the decompressed arena) and its time.
 #[derive(Clone, Copy)]
 struct Queued {
     time: u64,
-    seq: u64,
+    /// File offset, or offset into `qarena`/`rarena` when `compressed`.
     start: usize,
-    len: usize,
-    offset: u64,
+    len: u32,
     compressed: bool,
+    /// Offset in the file or decompressed stream, for errors.
+    offset: u64,
+}
+
+/// Where the record just read lies.
+#[derive(Clone, Copy)]
+enum Loc {
+    /// In the file, at this offset.
+    File { offset: u64, len: usize },
+    /// In `ibuf` (decompressed), at this stream offset.
+    Buf { offset: u64 },
 }
 
 struct Inflate {
@@ -423,7 +418,7 @@ enum Next {
 /// record size that cannot be right) ends it.
 pub struct Records<'f> {
     file: &'f PerfFile,
-    input: Input,
+    data: &'f [u8],
     pos: u64,
     end: u64,
     unterminated: bool,
@@ -435,8 +430,7 @@ pub struct Records<'f> {
     ready: Vec<Queued>,
     rarena: Vec<u8>,
     ibuf: Vec<u8>,
-    ibuf_offset: u64,
-    seq: u64,
+    immediate: Loc,
     next_flush: u64,
     max_time: u64,
     done: bool,
@@ -457,7 +451,7 @@ impl<'f> Records<'f> {
             if self.done {
                 break Next::End;
             }
-            let (compressed, offset) = match self.read_raw() {
+            let loc = match self.read_raw() {
                 Ok(Some(x)) => x,
                 Err(e) => {
                     // Broken framing: nothing after it can be found, so stop
@@ -472,10 +466,22 @@ impl<'f> Records<'f> {
                     continue;
                 }
             };
-            let h = Header::parse(&self.ibuf).expect("read_raw reads whole headers");
+            let data = self.data;
+            let raw: &[u8] = match loc {
+                Loc::File { offset, len } => &data[offset as usize..offset as usize + len],
+                Loc::Buf { .. } => &self.ibuf,
+            };
+            let h = Header::parse(raw).expect("read_raw reads whole headers");
             match h.type_ {
                 rt::COMPRESSED | COMPRESSED2 => {
-                    self.inflate_record(h.type_, offset)
+                    let Loc::File { offset, len } = loc else {
+                        return Err(named(
+                            Error::parse(0, "a COMPRESSED record inside compressed data"),
+                            &self.file.path,
+                        ));
+                    };
+                    let payload = &data[offset as usize..offset as usize + len];
+                    self.inflate_record(h.type_, payload, offset)
                         .map_err(|e| named(e, &self.file.path))?;
                     continue;
                 }
@@ -486,36 +492,57 @@ impl<'f> Records<'f> {
                     continue;
                 }
                 t if t >= rt::USER_START || !self.sorted => {
-                    self.ibuf_offset = offset;
-                    let _ = compressed;
+                    self.immediate = loc;
                     break Next::Immediate;
                 }
                 _ => {}
             }
-            let time = self.time_of(&self.ibuf);
+            let time = self.time_of(raw);
             self.max_time = self.max_time.max(time);
-            let start = self.qarena.len();
-            self.qarena.extend_from_slice(&self.ibuf);
-            self.queue.push(Queued {
-                time,
-                seq: self.seq,
-                start,
-                len: self.ibuf.len(),
-                offset,
-                compressed,
-            });
-            self.seq += 1;
+            let q = match loc {
+                Loc::File { offset, len } => Queued {
+                    time,
+                    start: offset as usize,
+                    len: len as u32,
+                    compressed: false,
+                    offset,
+                },
+                Loc::Buf { offset } => {
+                    let start = self.qarena.len();
+                    self.qarena.extend_from_slice(&self.ibuf);
+                    Queued {
+                        time,
+                        start,
+                        len: self.ibuf.len() as u32,
+                        compressed: true,
+                        offset,
+                    }
+                }
+            };
+            self.queue.push(q);
             if self.queue.len() >= MAX_QUEUED {
                 self.flush_half();
             }
         };
         let (raw, offset, compressed) = match src {
             Next::End => return Ok(None),
-            Next::Immediate => (&self.ibuf[..], self.ibuf_offset, self.inflate.is_some()),
+            Next::Immediate => match self.immediate {
+                Loc::File { offset, len } => (
+                    &self.data[offset as usize..offset as usize + len],
+                    offset,
+                    false,
+                ),
+                Loc::Buf { offset } => (&self.ibuf[..], offset, true),
+            },
             Next::Ready => {
                 let q = self.ready.pop().expect("ready is not empty");
+                let bytes: &[u8] = if q.compressed {
+                    &self.rarena
+                } else {
+                    self.data
+                };
                 (
-                    &self.rarena[q.start..q.start + q.len],
+                    &bytes[q.start..q.start + q.len as usize],
                     q.offset,
                     q.compressed,
                 )
@@ -539,9 +566,9 @@ impl<'f> Records<'f> {
         }))
     }
 
-    /// Read the next whole record into `ibuf`, from the decompressed stream
-    /// if one is pending, else from the file. Returns (compressed, offset).
-    fn read_raw(&mut self) -> Result<Option<(bool, u64)>> {
+    /// Find the next whole record: in the decompressed stream if one is
+    /// pending (copied to `ibuf`), else in the file (not copied).
+    fn read_raw(&mut self) -> Result<Option<Loc>> {
         while let Some(inf) = &mut self.inflate {
             let avail = &inf.out[inf.pos..];
             if avail.len() >= 8 {
@@ -557,7 +584,7 @@ impl<'f> Records<'f> {
                     self.ibuf.clear();
                     self.ibuf.extend_from_slice(&avail[..size]);
                     inf.pos += size;
-                    return Ok(Some((true, off)));
+                    return Ok(Some(Loc::Buf { offset: off }));
                 }
             }
             if !inf.fill()? {
@@ -569,23 +596,13 @@ impl<'f> Records<'f> {
         }
         let off = self.pos;
         let left = self.end - self.pos;
-        let path = self.file.path.clone();
-        let io_err = |source| Error::Io {
-            path: path.clone().unwrap_or_default(),
-            source,
-        };
         if left < 8 {
             return self.truncated(
                 off,
                 format!("{left} bytes at the end of the data section, too few for a record header"),
             );
         }
-        self.ibuf.resize(8, 0);
-        self.input
-            .reader()
-            .read_exact(&mut self.ibuf[..8])
-            .map_err(io_err)?;
-        let h = Header::parse(&self.ibuf).expect("8 bytes");
+        let h = Header::parse(&self.data[off as usize..]).expect("8 bytes left");
         let size = h.size as u64;
         if size < 8 {
             // An unterminated file (the recorder died) may end in zeros.
@@ -606,13 +623,11 @@ impl<'f> Records<'f> {
                 ),
             );
         }
-        self.ibuf.resize(size as usize, 0);
-        self.input
-            .reader()
-            .read_exact(&mut self.ibuf[8..])
-            .map_err(io_err)?;
         self.pos += size;
-        Ok(Some((false, off)))
+        Ok(Some(Loc::File {
+            offset: off,
+            len: size as usize,
+        }))
     }
 
     fn framing(&self, off: u64, what: String) -> Error {
@@ -623,7 +638,7 @@ impl<'f> Records<'f> {
         }
     }
 
-    fn truncated(&mut self, off: u64, what: String) -> Result<Option<(bool, u64)>> {
+    fn truncated(&mut self, off: u64, what: String) -> Result<Option<Loc>> {
         if self.unterminated {
             self.warnings.push(format!(
                 "offset {off:#x}: {what} (the file was not properly terminated)"
@@ -638,9 +653,9 @@ impl<'f> Records<'f> {
     /// it is decompressed a chunk at a time, as records are read, so a
     /// small frame that inflates to gigabytes costs no more memory than
     /// a record.
-    fn inflate_record(&mut self, ty: u32, offset: u64) -> Result<()> {
+    fn inflate_record(&mut self, ty: u32, record: &[u8], offset: u64) -> Result<()> {
         let payload = if ty == COMPRESSED2 {
-            let mut c = Cursor::new(&self.ibuf[8..], offset + 8);
+            let mut c = Cursor::new(&record[8..], offset + 8);
             let n = c.u64("COMPRESSED2.data_size")?;
             let avail = c.remaining() as u64;
             if n > avail {
@@ -651,7 +666,7 @@ impl<'f> Records<'f> {
             }
             c.bytes(n as usize, "COMPRESSED2.data")?
         } else {
-            &self.ibuf[8..]
+            &record[8..]
         };
         let inf = match &mut self.inflate {
             Some(i) => i,
@@ -718,35 +733,49 @@ impl<'f> Records<'f> {
 
     /// Move every queued record with time <= limit to `ready`, in order.
     fn flush(&mut self, limit: u64) {
+        if let Some(map) = &self.file.map {
+            // Nothing before the oldest queued record is needed again.
+            let oldest = self
+                .queue
+                .iter()
+                .filter(|q| !q.compressed)
+                .map(|q| q.start)
+                .min()
+                .unwrap_or(self.pos as usize);
+            map.release_before(oldest);
+        }
         if self.queue.is_empty() {
             return;
         }
-        self.queue.sort_unstable_by_key(|q| (q.time, q.seq));
+        // A round is a few runs already in time order (one per ring), and
+        // the queue is in arrival order: a stable sort on the time alone
+        // keeps arrival order for equal times and merges the runs cheaply.
+        self.queue.sort_by_key(|q| q.time);
         let cut = self.queue.partition_point(|q| q.time <= limit);
-        let mut rarena = std::mem::take(&mut self.rarena);
-        rarena.clear();
-        let mut ready = Vec::with_capacity(cut);
-        for q in &self.queue[..cut] {
-            let start = rarena.len();
-            rarena.extend_from_slice(&self.qarena[q.start..q.start + q.len]);
-            ready.push(Queued { start, ..*q });
-        }
-        let mut qarena = Vec::with_capacity(self.qarena.len());
-        let mut keep = Vec::with_capacity(self.queue.len() - cut);
-        for q in &self.queue[cut..] {
-            let start = qarena.len();
-            qarena.extend_from_slice(&self.qarena[q.start..q.start + q.len]);
-            keep.push(Queued { start, ..*q });
+        let mut ready: Vec<Queued> = self.queue.drain(..cut).collect();
+        if ready.iter().any(|q| q.compressed) || self.queue.iter().any(|q| q.compressed) {
+            let mut rarena = std::mem::take(&mut self.rarena);
+            rarena.clear();
+            for q in ready.iter_mut().filter(|q| q.compressed) {
+                let start = rarena.len();
+                rarena.extend_from_slice(&self.qarena[q.start..q.start + q.len as usize]);
+                q.start = start;
+            }
+            let mut qarena = Vec::with_capacity(self.qarena.len());
+            for q in self.queue.iter_mut().filter(|q| q.compressed) {
+                let start = qarena.len();
+                qarena.extend_from_slice(&self.qarena[q.start..q.start + q.len as usize]);
+                q.start = start;
+            }
+            self.rarena = rarena;
+            self.qarena = qarena;
         }
         ready.reverse();
         self.ready = ready;
-        self.rarena = rarena;
-        self.queue = keep;
-        self.qarena = qarena;
     }
 
     fn flush_half(&mut self) {
-        self.queue.sort_unstable_by_key(|q| (q.time, q.seq));
+        self.queue.sort_by_key(|q| q.time);
         let mid = self.queue[self.queue.len() / 2].time;
         self.warnings.push(format!(
             "more than {MAX_QUEUED} records in one round: delivered those up to time {mid} early"
