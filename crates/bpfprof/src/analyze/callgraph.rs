@@ -6,8 +6,8 @@ use std::io::Write;
 
 use rustc_hash::FxHashMap;
 
-use super::profile::{Counts, Profile, RowKey};
-use super::table::{Filters, SortKey};
+use super::profile::{Counts, Profile};
+use super::table::{group_key, Filters, SortKey};
 use crate::symbolize::SymId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -24,31 +24,35 @@ struct Node {
     children: FxHashMap<SymId, Node>,
 }
 
-fn same_row(keys: &[SortKey], a: &RowKey, b: &RowKey) -> bool {
-    keys.iter().all(|k| match k {
-        SortKey::Comm => a.comm == b.comm,
-        SortKey::Pid => a.pid == b.pid,
-        SortKey::Dso => a.frame.dso == b.frame.dso,
-        SortKey::Sym => a.frame.sym == b.frame.sym,
-        SortKey::BpfProg => true,
-    })
+/// The stacks of every output row, gathered in one pass over the
+/// profile's stacks (a per-row scan would be rows × stacks).
+pub fn index(
+    p: &Profile,
+    keys: &[SortKey],
+    filters: &Filters,
+) -> FxHashMap<[u64; 5], Vec<(u32, Counts)>> {
+    let mut by_row: FxHashMap<[u64; 5], Vec<(u32, Counts)>> = FxHashMap::default();
+    for ((k, node), c) in &p.chains {
+        if filters.keep(p, k) {
+            by_row
+                .entry(group_key(keys, p, k))
+                .or_default()
+                .push((*node, *c));
+        }
+    }
+    by_row
 }
 
 pub fn print(
     p: &Profile,
-    filters: &Filters,
-    keys: &[SortKey],
-    row: &RowKey,
+    stacks: &[(u32, Counts)],
     order: CallOrder,
     min_percent: f64,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     let mut root = Node::default();
     let mut frames: Vec<SymId> = Vec::with_capacity(64);
-    for ((k, node), c) in &p.chains {
-        if !same_row(keys, k, row) || !filters.keep(p, k) {
-            continue;
-        }
+    for (node, c) in stacks {
         frames.clear();
         frames.extend(p.stacks.frames(*node).map(|f| f.sym));
         if order == CallOrder::Caller {
@@ -70,23 +74,26 @@ pub fn print(
     writeln!(out)
 }
 
+/// perf's graph layout: a chain with one way up is a column of names;
+/// where it splits, each branch gets its share.
 fn walk(p: &Profile, n: &Node, depth: usize, min: f64, out: &mut dyn Write) -> std::io::Result<()> {
-    let mut kids: Vec<(&SymId, &Node)> = n.children.iter().collect();
+    let mut kids: Vec<(&SymId, &Node)> = n
+        .children
+        .iter()
+        .filter(|(_, c)| p.percent(&c.counts) >= min)
+        .collect();
     kids.sort_by(|a, b| b.1.counts.period.cmp(&a.1.counts.period).then(a.0.cmp(b.0)));
-    let single = kids.len() == 1;
+    let single = kids.len() == 1 && kids[0].1.counts.period == n.counts.period;
     for (sym, child) in kids {
-        let pc = p.percent(&child.counts);
-        if pc < min {
-            continue;
-        }
-        let indent = "    ".repeat(depth + 3);
+        let indent = " ".repeat(12 + 4 * depth);
         let name = &p.sym.syms[*sym as usize].name;
-        if single && depth > 0 {
-            writeln!(out, "{indent}{name}")?;
+        if single {
+            writeln!(out, "{indent}   {name}")?;
+            walk(p, child, depth, min, out)?;
         } else {
-            writeln!(out, "{indent}--{pc:.2}%-- {name}")?;
+            writeln!(out, "{indent}--{:.2}%--{name}", p.percent(&child.counts))?;
+            walk(p, child, depth + 1, min, out)?;
         }
-        walk(p, child, depth + usize::from(!single), min, out)?;
     }
     Ok(())
 }

@@ -126,6 +126,9 @@ fn main_table(
         dots += &format!("  {}", ".".repeat(w));
     }
     writeln!(out, "{}\n{}\n#", head.trim_end(), dots)?;
+    let stacks = o
+        .callgraph
+        .map(|_| callgraph::index(p, &o.keys, &o.filters));
     for (r, row) in visible.iter().zip(&cells) {
         let mut line = String::new();
         if let Some(ch) = r.children {
@@ -142,16 +145,10 @@ fn main_table(
             }
         }
         writeln!(out, "{line}")?;
-        if let Some(order) = o.callgraph {
-            callgraph::print(
-                p,
-                &o.filters,
-                &o.keys,
-                &r.key,
-                order,
-                o.percent_limit.max(0.5),
-                out,
-            )?;
+        if let (Some(order), Some(stacks)) = (o.callgraph, &stacks) {
+            if let Some(s) = stacks.get(&table::group_key(&o.keys, p, &r.key)) {
+                callgraph::print(p, s, order, o.percent_limit.max(0.5), out)?;
+            }
         }
     }
     Ok(())

@@ -65,7 +65,8 @@ pub struct Row {
     pub children: Option<Counts>,
 }
 
-fn group_key(keys: &[SortKey], p: &Profile, k: &RowKey) -> [u64; 5] {
+/// The identity of the output row a raw row folds into.
+pub fn group_key(keys: &[SortKey], p: &Profile, k: &RowKey) -> [u64; 5] {
     let mut out = [u64::MAX; 5];
     for (slot, key) in out.iter_mut().zip(keys) {
         *slot = match key {

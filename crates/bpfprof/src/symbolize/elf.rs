@@ -43,7 +43,7 @@ impl ElfSymbols {
         } else {
             obj.symbols().collect()
         };
-        // (start, preference key, symtab order, name, size)
+        // (start, symtab order, raw name, size, weak, global)
         let mut cands = Vec::new();
         for (order, s) in table.into_iter().enumerate() {
             if s.kind() != SymbolKind::Text || s.address() == 0 || !s.is_definition() {
@@ -53,23 +53,48 @@ impl ElfSymbols {
             if name.is_empty() {
                 continue;
             }
-            let name = demangle(name);
-            let key = preference(&name, s.size(), s.is_weak(), s.is_global());
-            cands.push((s.address(), key, order, name, s.size()));
+            cands.push((
+                s.address(),
+                order,
+                name,
+                s.size(),
+                s.is_weak(),
+                s.is_global(),
+            ));
         }
+        cands.sort_unstable_by_key(|c| (c.0, c.1));
         // Aliases at one address: keep the one perf keeps, so that both
-        // tools print the same name.
-        cands.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-        cands.dedup_by_key(|c| c.0);
-        for (start, _, _, name, size) in cands {
+        // tools print the same name. Names are demangled only here, for
+        // the few addresses with aliases; the rest on first use.
+        let mut i = 0;
+        while i < cands.len() {
+            let mut j = i + 1;
+            while j < cands.len() && cands[j].0 == cands[i].0 {
+                j += 1;
+            }
+            let best = if j - i == 1 {
+                i
+            } else {
+                (i..j)
+                    .max_by_key(|&k| {
+                        let c = &cands[k];
+                        (
+                            preference(&demangle(c.2), c.3, c.4, c.5),
+                            std::cmp::Reverse(c.1),
+                        )
+                    })
+                    .expect("non-empty group")
+            };
+            let (start, _, name, size, _, _) = cands[best];
             let name_off = out.names.len() as u32;
-            out.names.push_str(&name);
+            out.names.push_str(name);
             out.syms.push(Sym {
                 start,
                 end: start + size,
                 name_off,
                 name_len: name.len() as u32,
             });
+            i = j;
         }
         // Zero-sized symbols extend to the next one, as perf's fixup does.
         for i in 0..out.syms.len() {
@@ -99,6 +124,7 @@ impl ElfSymbols {
     }
 
     /// The function containing `vaddr`, with the symbol's start address.
+    /// The name is as stored (mangled): see [`demangle`].
     pub fn lookup(&self, vaddr: u64) -> Option<(&str, u64)> {
         let i = self
             .syms
@@ -113,11 +139,14 @@ impl ElfSymbols {
         })
     }
 
-    /// A function's bytes range by name (for annotate).
+    /// A function's bytes range by its demangled name (for annotate).
     pub fn find(&self, name: &str) -> Option<(u64, u64)> {
         self.syms
             .iter()
-            .find(|s| &self.names[s.name_off as usize..(s.name_off + s.name_len) as usize] == name)
+            .find(|s| {
+                demangle(&self.names[s.name_off as usize..(s.name_off + s.name_len) as usize])
+                    == name
+            })
             .map(|s| (s.start, s.end))
     }
 

@@ -6,6 +6,7 @@
 pub mod bpf;
 mod debug_files;
 pub mod elf;
+mod file_map;
 pub mod kallsyms;
 pub mod kcore;
 mod threads;
@@ -14,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
+
+use file_map::map_file;
 
 pub use bpf::{BpfSymId, BpfSymbols};
 pub use elf::ElfSymbols;
@@ -272,8 +275,10 @@ impl Symbolizer {
         d.elf
             .get_or_init(|| {
                 let data = match d.kind {
-                    DsoKind::Vdso => debug_files::vdso_image(d.build_id.as_deref())?,
-                    _ => std::fs::read(self.path_of(dso)).ok()?,
+                    DsoKind::Vdso => {
+                        file_map::FileBytes::Owned(debug_files::vdso_image(d.build_id.as_deref())?)
+                    }
+                    _ => map_file(&self.path_of(dso))?,
                 };
                 let elf = ElfSymbols::parse(&data).ok()?;
                 // A binary rebuilt since the recording has other addresses.
@@ -287,7 +292,7 @@ impl Symbolizer {
                 }
                 // Stripped: the symbols live in a separate debug file.
                 let dbg = debug_files::find(&self.path_of(dso), elf.build_id.as_deref())
-                    .and_then(|p| std::fs::read(p).ok())
+                    .and_then(|p| map_file(&p))
                     .and_then(|b| ElfSymbols::parse(&b).ok())
                     .filter(|e| e.has_symtab);
                 Some(match dbg {
@@ -310,6 +315,6 @@ impl Symbolizer {
     fn elf_lookup(&mut self, dso: DsoId, file_off: u64) -> Option<(String, u64)> {
         let elf = self.elf(dso)?;
         let vaddr = elf.offset_to_vaddr(file_off)?;
-        elf.lookup(vaddr).map(|(n, s)| (n.to_string(), s))
+        elf.lookup(vaddr).map(|(n, s)| (elf::demangle(n), s))
     }
 }
