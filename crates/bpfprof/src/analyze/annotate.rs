@@ -254,7 +254,17 @@ fn annotate_bpf(
         xlated: Vec::new(),
         warnings: prog.warnings().to_vec(),
     };
-    let jit_lines = prog.jit_lines(sub as usize);
+    // Source lines: one per line_info entry, or none when the BTF to read
+    // them is missing or broken (a warning says so); JIT rows pointing at
+    // no source line are dropped.
+    let src = prog.source_lines();
+    let jit_lines: Vec<bpfinfo::JitLine> = prog
+        .jit_lines(sub as usize)
+        .iter()
+        .filter(|l| l.line < src.len())
+        .copied()
+        .collect();
+    let jit_lines = &jit_lines[..];
     let line_of = |off: u32| -> Option<usize> {
         let i = jit_lines
             .partition_point(|l| l.offset <= off)
@@ -262,8 +272,7 @@ fn annotate_bpf(
         Some(jit_lines[i].line)
     };
     fill(&mut a, &insns, &hits, sp.addr, line_of, c);
-    // Source lines: merge line_info entries of the same file:line.
-    let src = prog.source_lines();
+    // Merge line_info entries of the same file:line.
     let mut by_line: BTreeMap<(String, u32), (usize, Counts)> = BTreeMap::new();
     let mut per_info: BTreeMap<usize, Counts> = BTreeMap::new();
     for ins in &a.insns {

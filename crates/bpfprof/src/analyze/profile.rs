@@ -9,7 +9,7 @@ use perfdata::{ksym, misc, BpfProgInfo, PerfFile, Record};
 use rustc_hash::FxHashMap;
 
 use crate::symbolize::Map;
-use crate::symbolize::{BpfSymbols, CommId, DsoKind, Frame, Kallsyms, Symbolizer};
+use crate::symbolize::{BpfSymbols, CommId, DsoKind, Frame, Loc, Symbolizer};
 
 /// How a sample is keyed before any `--sort` is applied: the finest
 /// grouping a report can ask for.
@@ -34,14 +34,23 @@ impl Counts {
 }
 
 /// Call stacks as a prefix tree: node = (parent, frame), root = 0.
-#[derive(Debug, Default)]
-pub struct Stacks {
-    pub nodes: Vec<(u32, Frame)>,
-    index: FxHashMap<(u32, Frame), u32>,
+#[derive(Debug)]
+pub struct Stacks<T = Frame> {
+    pub nodes: Vec<(u32, T)>,
+    index: FxHashMap<(u32, T), u32>,
 }
 
-impl Stacks {
-    fn child(&mut self, parent: u32, f: Frame) -> u32 {
+impl<T> Default for Stacks<T> {
+    fn default() -> Self {
+        Stacks {
+            nodes: Vec::new(),
+            index: FxHashMap::default(),
+        }
+    }
+}
+
+impl<T: Copy + Eq + std::hash::Hash> Stacks<T> {
+    fn child(&mut self, parent: u32, f: T) -> u32 {
         if let Some(&n) = self.index.get(&(parent, f)) {
             return n;
         }
@@ -56,7 +65,7 @@ impl Stacks {
     }
 
     /// Frames of a stack, leaf first.
-    pub fn frames(&self, mut node: u32) -> impl Iterator<Item = Frame> + '_ {
+    pub fn frames(&self, mut node: u32) -> impl Iterator<Item = T> + '_ {
         std::iter::from_fn(move || {
             if node == 0 {
                 return None;
@@ -152,13 +161,6 @@ impl Profile {
             .kallsyms
             .clone()
             .unwrap_or_else(|| "/proc/kallsyms".into());
-        let kallsyms = Kallsyms::load(&kallsyms_path).unwrap_or_default();
-        if kallsyms.restricted {
-            warnings.push(format!(
-                "{}: kernel addresses are hidden (kptr_restrict): kernel symbols show as addresses; run as root or set kernel.kptr_restrict=0",
-                kallsyms_path.display()
-            ));
-        }
         if let (Some(rec), Ok(run)) = (
             &f.osrelease,
             std::fs::read_to_string("/proc/sys/kernel/osrelease"),
@@ -171,7 +173,7 @@ impl Profile {
                 ));
             }
         }
-        let mut sym = Symbolizer::new(kallsyms, bpf);
+        let mut sym = Symbolizer::new(kallsyms_path.clone(), bpf);
         sym.symfs = opts.symfs.clone();
         for b in &f.build_ids {
             sym.build_ids.insert(b.filename.clone(), b.build_id.clone());
@@ -206,7 +208,13 @@ impl Profile {
         };
         let mut progress = crate::progress::Progress::new(opts.progress, file.data_size());
         let mut records = file.records().with_context(|| format!("reading {path}"))?;
-        let mut chain: Vec<Frame> = Vec::with_capacity(256);
+        let mut chain: Vec<Loc> = Vec::with_capacity(256);
+        // The pass settles each address to a location; symbols are looked
+        // up once per distinct location afterwards, when the background
+        // loads are done.
+        let mut loc_rows: FxHashMap<(CommId, u32, Loc), Counts> = FxHashMap::default();
+        let mut loc_stacks: Stacks<Loc> = Stacks::default();
+        let mut loc_chains: FxHashMap<(CommId, u32, Loc, u32), Counts> = FxHashMap::default();
         while let Some(r) = records.next().with_context(|| format!("reading {path}"))? {
             progress.update(r.offset);
             let sid = r.sample_id;
@@ -219,41 +227,27 @@ impl Profile {
                     }
                     let kernel = is_kernel_mode(r.header.misc, s.ip);
                     let comm = p.sym.threads.comm_of(s.pid, s.tid);
-                    let frame = p.sym.resolve(s.pid, s.ip, kernel);
-                    let key = RowKey {
-                        comm,
-                        pid: s.pid,
-                        frame,
-                    };
+                    let loc = p.sym.locate(s.pid, s.ip, kernel);
                     let period = s.period.max(1);
-                    p.rows.entry(key).or_default().add(period);
+                    loc_rows.entry((comm, s.pid, loc)).or_default().add(period);
                     p.total.add(period);
-                    let live_bpf = if opts.ip_hits && kernel {
-                        p.sym.bpf.lookup(s.ip)
-                    } else {
-                        None
-                    };
-                    if let Some(b) = live_bpf {
+                    if let (true, Loc::Bpf(b)) = (opts.ip_hits, loc) {
                         let off = (s.ip - p.sym.bpf.syms[b as usize].addr) as u32;
                         p.bpf_hits.entry((b, off)).or_default().add(period);
-                    } else if opts.ip_hits {
-                        let addr = if kernel {
-                            s.ip
-                        } else {
-                            p.sym.user_vaddr(s.pid, s.ip).unwrap_or(s.ip)
-                        };
-                        p.ip_hits.entry((frame.sym, addr)).or_default().add(period);
                     }
                     p.first_time = p.first_time.min(s.time);
                     p.last_time = p.last_time.max(s.time);
                     if opts.callchains {
                         chain.clear();
-                        resolve_chain(&mut p.sym, s.pid, &s, kernel, &mut chain);
+                        locate_chain(&mut p.sym, s.pid, &s, kernel, &mut chain);
                         let mut node = 0;
-                        for &f in chain.iter().rev() {
-                            node = p.stacks.child(node, f);
+                        for &l in chain.iter().rev() {
+                            node = loc_stacks.child(node, l);
                         }
-                        p.chains.entry((key, node)).or_default().add(period);
+                        loc_chains
+                            .entry((comm, s.pid, loc, node))
+                            .or_default()
+                            .add(period);
                     }
                 }
                 Record::Comm(c) => {
@@ -300,6 +294,53 @@ impl Profile {
             }
         }
         progress.finish();
+        p.sym.finish_loading();
+        if p.sym.kallsyms.restricted {
+            p.warnings.push(format!(
+                "{}: kernel addresses are hidden (kptr_restrict): kernel symbols show as addresses; run as root or set kernel.kptr_restrict=0",
+                kallsyms_path.display()
+            ));
+        }
+        for ((comm, pid, loc), c) in loc_rows {
+            let frame = p.sym.frame(loc);
+            let row = p.rows.entry(RowKey { comm, pid, frame }).or_default();
+            row.samples += c.samples;
+            row.period += c.period;
+            if opts.ip_hits {
+                let addr = match loc {
+                    Loc::Kernel(a) => Some(a),
+                    Loc::User(dso, rel) => Some(
+                        p.sym
+                            .elf(dso)
+                            .and_then(|e| e.offset_to_vaddr(rel))
+                            .unwrap_or(rel),
+                    ),
+                    _ => None,
+                };
+                if let Some(a) = addr {
+                    let h = p.ip_hits.entry((frame.sym, a)).or_default();
+                    h.samples += c.samples;
+                    h.period += c.period;
+                }
+            }
+        }
+        // Nodes are created after their parents, so one forward pass maps
+        // every location stack onto a frame stack.
+        let mut frame_node = vec![0u32; loc_stacks.nodes.len()];
+        for i in 1..loc_stacks.nodes.len() {
+            let (parent, loc) = loc_stacks.nodes[i];
+            let f = p.sym.frame(loc);
+            frame_node[i] = p.stacks.child(frame_node[parent as usize], f);
+        }
+        for ((comm, pid, loc, node), c) in loc_chains {
+            let frame = p.sym.frame(loc);
+            let e = p
+                .chains
+                .entry((RowKey { comm, pid, frame }, frame_node[node as usize]))
+                .or_default();
+            e.samples += c.samples;
+            e.period += c.period;
+        }
         p.warnings.append(&mut records.warnings);
         if p.first_time == u64::MAX {
             p.first_time = 0;
@@ -358,26 +399,24 @@ fn is_kernel_mode(misc_bits: u16, ip: u64) -> bool {
     }
 }
 
-/// Resolve a sample's callchain, leaf first, skipping context markers.
-fn resolve_chain(
+/// Locate a sample's callchain, leaf first, skipping context markers.
+fn locate_chain(
     sym: &mut Symbolizer,
     pid: u32,
     s: &perfdata::Sample<'_>,
     kernel: bool,
-    out: &mut Vec<Frame>,
+    out: &mut Vec<Loc>,
 ) {
     use perfdata::context;
     let mut in_kernel = kernel;
-    let mut any = false;
     for addr in s.callchain() {
         if addr >= context::MAX {
             in_kernel = matches!(addr, context::KERNEL | context::GUEST_KERNEL);
             continue;
         }
-        any = true;
-        out.push(sym.resolve(pid, addr, in_kernel));
+        out.push(sym.locate(pid, addr, in_kernel));
     }
-    if !any {
-        out.push(sym.resolve(pid, s.ip, kernel));
+    if out.is_empty() {
+        out.push(sym.locate(pid, s.ip, kernel));
     }
 }

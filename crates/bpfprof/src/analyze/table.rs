@@ -104,15 +104,18 @@ pub fn group(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) -
     if children {
         add_children(p, keys, filters, &mut groups);
     }
-    let mut rows: Vec<Row> = groups.into_values().collect();
-    let weight = |r: &Row| r.children.unwrap_or(r.counts).period;
-    rows.sort_by(|a, b| {
-        weight(b)
-            .cmp(&weight(a))
-            .then(b.counts.period.cmp(&a.counts.period))
-            .then_with(|| label(p, keys, &a.key).cmp(&label(p, keys, &b.key)))
+    let mut rows: Vec<(u64, [u64; 5], Row)> = groups
+        .into_iter()
+        .map(|(k, r)| (r.children.unwrap_or(r.counts).period, k, r))
+        .collect();
+    // Heaviest first; ties by the group's ids, so the order is stable from
+    // run to run without building any text.
+    rows.sort_unstable_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then(b.2.counts.period.cmp(&a.2.counts.period))
+            .then(a.1.cmp(&b.1))
     });
-    rows
+    rows.into_iter().map(|(_, _, r)| r).collect()
 }
 
 /// Children: each sample counts once for every distinct group its stack
@@ -175,11 +178,4 @@ pub fn column(p: &Profile, key: SortKey, k: &RowKey) -> String {
             None => "-".into(),
         },
     }
-}
-
-fn label(p: &Profile, keys: &[SortKey], k: &RowKey) -> String {
-    keys.iter()
-        .map(|&s| column(p, s, k))
-        .collect::<Vec<_>>()
-        .join("\u{0}")
 }

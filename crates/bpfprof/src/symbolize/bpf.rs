@@ -54,6 +54,9 @@ pub struct BpfSymbols {
     ksyms_by_prog: HashMap<u32, Vec<u64>>,
     /// Bumped on every change, so caches of resolved addresses can tell.
     pub generation: u64,
+    /// Bounds of every range ever registered.
+    lowest: u64,
+    highest: u64,
 }
 
 fn is_image(name: &str) -> bool {
@@ -89,6 +92,11 @@ impl BpfSymbols {
         for a in stale {
             map.remove(&a);
         }
+        if self.syms.is_empty() {
+            self.lowest = addr;
+        }
+        self.lowest = self.lowest.min(addr);
+        self.highest = self.highest.max(end);
         let id = self.syms.len() as BpfSymId;
         self.syms.push(BpfSym {
             name: name.to_string(),
@@ -145,6 +153,10 @@ impl BpfSymbols {
 
     /// The live BPF symbol covering `addr`, programs before images.
     pub fn lookup(&self, addr: u64) -> Option<BpfSymId> {
+        // Most kernel samples are not in BPF code: skip the tree walks.
+        if addr < self.lowest || addr >= self.highest {
+            return None;
+        }
         let within = |map: &BTreeMap<u64, BpfSymId>| {
             let (_, &id) = map.range(..=addr).next_back()?;
             let s = &self.syms[id as usize];

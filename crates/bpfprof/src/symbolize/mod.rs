@@ -9,14 +9,13 @@ pub mod elf;
 mod file_map;
 pub mod kallsyms;
 pub mod kcore;
+mod loader;
 mod threads;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
-
-use file_map::map_file;
 
 pub use bpf::{BpfSymId, BpfSymbols};
 pub use elf::ElfSymbols;
@@ -95,6 +94,18 @@ pub struct Frame {
     pub sym: SymId,
 }
 
+/// Where an address pointed at the time of its sample: everything that
+/// depends on time (live BPF programs, a process's mappings) is settled,
+/// while the symbol lookup itself waits until the sources are loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Loc {
+    Kernel(u64),
+    Bpf(BpfSymId),
+    /// A DSO and the file offset in it.
+    User(DsoId, u64),
+    Unknown(u64),
+}
+
 /// Address-space boundary on x86-64 and arm64: kernel addresses are above.
 pub const KERNEL_START: u64 = 0xffff_0000_0000_0000;
 
@@ -111,7 +122,9 @@ pub struct Symbolizer {
     pub bpf: BpfSymbols,
     bpf_frames: Vec<Option<Frame>>,
     pub threads: Threads,
-    kernel_cache: FxHashMap<u64, Frame>,
+    frames: FxHashMap<Loc, Frame>,
+    loader: Option<loader::Loader>,
+    requested: Vec<bool>,
     /// Files whose symbols could not be read, with why (reported once).
     pub unreadable: Vec<(String, String)>,
     /// Prefix for binary paths (`--symfs`).
@@ -120,17 +133,21 @@ pub struct Symbolizer {
 }
 
 impl Symbolizer {
-    pub fn new(kallsyms: Kallsyms, bpf: BpfSymbols) -> Symbolizer {
+    /// Start resolving; `kallsyms` is loaded in the background (see
+    /// [`Symbolizer::finish_loading`]).
+    pub fn new(kallsyms: PathBuf, bpf: BpfSymbols) -> Symbolizer {
         Symbolizer {
             dsos: Vec::new(),
             syms: Vec::new(),
             sym_index: FxHashMap::default(),
             dso_index: FxHashMap::default(),
-            kallsyms,
+            kallsyms: Kallsyms::default(),
             bpf,
             bpf_frames: Vec::new(),
             threads: Threads::default(),
-            kernel_cache: FxHashMap::default(),
+            frames: FxHashMap::default(),
+            loader: Some(loader::Loader::start(kallsyms)),
+            requested: Vec::new(),
             unreadable: Vec::new(),
             symfs: None,
             build_ids: FxHashMap::default(),
@@ -173,15 +190,97 @@ impl Symbolizer {
         id
     }
 
-    /// Resolve a kernel-space address at the current point of the replay.
-    pub fn kernel(&mut self, addr: u64) -> Frame {
-        if let Some(b) = self.bpf.lookup(addr) {
-            return self.bpf_frame(b);
+    /// Settle where an address points now (during the replay).
+    pub fn locate(&mut self, pid: u32, addr: u64, kernel: bool) -> Loc {
+        if kernel {
+            return match self.bpf.lookup(addr) {
+                Some(b) => Loc::Bpf(b),
+                None => Loc::Kernel(addr),
+            };
         }
-        if let Some(&f) = self.kernel_cache.get(&addr) {
+        match self.threads.find_map(pid, addr) {
+            Some(m) => {
+                self.prefetch(m.dso);
+                Loc::User(m.dso, addr - m.start + m.pgoff)
+            }
+            None => Loc::Unknown(addr),
+        }
+    }
+
+    /// Have the loader read a DSO's symbols before they are needed.
+    fn prefetch(&mut self, dso: DsoId) {
+        let i = dso as usize;
+        if self.requested.len() <= i {
+            self.requested.resize(i + 1, false);
+        }
+        if std::mem::replace(&mut self.requested[i], true) {
+            return;
+        }
+        let d = &self.dsos[i];
+        if let Some(l) = &self.loader {
+            l.request(loader::Job {
+                dso,
+                kind: d.kind,
+                path: self.path_of(dso),
+                build_id: d.build_id.clone(),
+            });
+        }
+    }
+
+    /// Wait for the background loads; call once the replay is done and
+    /// before [`Symbolizer::frame`].
+    pub fn finish_loading(&mut self) {
+        if let Some(l) = self.loader.take() {
+            let loaded = l.finish();
+            self.kallsyms = loaded.kallsyms;
+            for (dso, elf) in loaded.elfs {
+                let _ = self.dsos[dso as usize].elf.set(elf);
+            }
+        }
+    }
+
+    /// The frame of a location, resolved once per location.
+    pub fn frame(&mut self, loc: Loc) -> Frame {
+        if let Some(&f) = self.frames.get(&loc) {
             return f;
         }
-        let f = match self.kallsyms.lookup(addr) {
+        let f = match loc {
+            Loc::Kernel(addr) => self.kernel_frame(addr),
+            Loc::Bpf(b) => self.bpf_frame(b),
+            Loc::User(dso, rel) => match self.elf_lookup(dso, rel) {
+                Some(start) => {
+                    // Demangle only the first time a symbol is hit.
+                    let sym = match self.sym_index.get(&(dso, start)) {
+                        Some(&id) => id,
+                        None => {
+                            let name = self
+                                .elf(dso)
+                                .and_then(|e| e.lookup(start))
+                                .map(|(n, _)| elf::demangle(n));
+                            self.sym_id(dso, &name.unwrap_or_default(), true, start, None)
+                        }
+                    };
+                    Frame { dso, sym }
+                }
+                None => {
+                    let sym = self.sym_id(dso, &format!("{rel:#018x}"), false, rel, None);
+                    Frame { dso, sym }
+                }
+            },
+            Loc::Unknown(addr) => self.unknown_frame(addr),
+        };
+        self.frames.insert(loc, f);
+        f
+    }
+
+    fn unknown_frame(&mut self, addr: u64) -> Frame {
+        let dso = self.dso_id(DsoKind::Unknown, "[unknown]");
+        let sym = self.sym_id(dso, &format!("{addr:#018x}"), false, addr, None);
+        Frame { dso, sym }
+    }
+
+    fn kernel_frame(&mut self, addr: u64) -> Frame {
+        match self.kallsyms.lookup(addr) {
             Some(k) => {
                 let (kind, dso_name) = match k.module {
                     None => (DsoKind::Kernel, "[kernel.kallsyms]".to_string()),
@@ -192,14 +291,8 @@ impl Symbolizer {
                 let sym = self.sym_id(dso, &name, true, start, None);
                 Frame { dso, sym }
             }
-            None => {
-                let dso = self.dso_id(DsoKind::Unknown, "[unknown]");
-                let sym = self.sym_id(dso, &format!("{addr:#018x}"), false, addr, None);
-                Frame { dso, sym }
-            }
-        };
-        self.kernel_cache.insert(addr, f);
-        f
+            None => self.unknown_frame(addr),
+        }
     }
 
     fn bpf_frame(&mut self, b: BpfSymId) -> Frame {
@@ -220,35 +313,6 @@ impl Symbolizer {
         f
     }
 
-    /// Resolve a user-space address of process `pid`.
-    pub fn user(&mut self, pid: u32, addr: u64) -> Frame {
-        if let Some(f) = self.threads.cached(pid, addr) {
-            return f;
-        }
-        let f = match self.threads.find_map(pid, addr) {
-            Some(m) => {
-                let (dso, rel) = (m.dso, addr - m.start + m.pgoff);
-                match self.elf_lookup(dso, rel) {
-                    Some((name, start)) => {
-                        let sym = self.sym_id(dso, &name, true, start, None);
-                        Frame { dso, sym }
-                    }
-                    None => {
-                        let sym = self.sym_id(dso, &format!("{rel:#018x}"), false, rel, None);
-                        Frame { dso, sym }
-                    }
-                }
-            }
-            None => {
-                let dso = self.dso_id(DsoKind::Unknown, "[unknown]");
-                let sym = self.sym_id(dso, &format!("{addr:#018x}"), false, addr, None);
-                Frame { dso, sym }
-            }
-        };
-        self.threads.cache(pid, addr, f);
-        f
-    }
-
     /// The ELF virtual address of a user address of `pid`, where the
     /// binary is readable.
     pub fn user_vaddr(&self, pid: u32, addr: u64) -> Option<u64> {
@@ -256,50 +320,12 @@ impl Symbolizer {
         self.elf(m.dso)?.offset_to_vaddr(addr - m.start + m.pgoff)
     }
 
-    /// Resolve by the address's own space (for callchain entries the
-    /// context markers decide instead).
-    pub fn resolve(&mut self, pid: u32, addr: u64, kernel: bool) -> Frame {
-        if kernel {
-            self.kernel(addr)
-        } else {
-            self.user(pid, addr)
-        }
-    }
-
-    /// The ELF symbols of a user DSO, read on first use.
+    /// The ELF symbols of a user DSO: prefetched during the replay, or
+    /// read now.
     pub fn elf(&self, dso: DsoId) -> Option<&ElfSymbols> {
         let d = &self.dsos[dso as usize];
-        if !matches!(d.kind, DsoKind::User | DsoKind::Vdso) {
-            return None;
-        }
         d.elf
-            .get_or_init(|| {
-                let data = match d.kind {
-                    DsoKind::Vdso => {
-                        file_map::FileBytes::Owned(debug_files::vdso_image(d.build_id.as_deref())?)
-                    }
-                    _ => map_file(&self.path_of(dso))?,
-                };
-                let elf = ElfSymbols::parse(&data).ok()?;
-                // A binary rebuilt since the recording has other addresses.
-                if let (Some(want), Some(have)) = (&d.build_id, &elf.build_id) {
-                    if want != have {
-                        return None;
-                    }
-                }
-                if elf.has_symtab {
-                    return Some(elf);
-                }
-                // Stripped: the symbols live in a separate debug file.
-                let dbg = debug_files::find(&self.path_of(dso), elf.build_id.as_deref())
-                    .and_then(|p| map_file(&p))
-                    .and_then(|b| ElfSymbols::parse(&b).ok())
-                    .filter(|e| e.has_symtab);
-                Some(match dbg {
-                    Some(dbg) => elf.with_symbols_of(dbg),
-                    None => elf,
-                })
-            })
+            .get_or_init(|| loader::load_elf(&self.path_of(dso), d.kind, d.build_id.as_deref()))
             .as_ref()
     }
 
@@ -312,9 +338,10 @@ impl Symbolizer {
         }
     }
 
-    fn elf_lookup(&mut self, dso: DsoId, file_off: u64) -> Option<(String, u64)> {
+    /// The start of the function at a file offset of a DSO.
+    fn elf_lookup(&self, dso: DsoId, file_off: u64) -> Option<u64> {
         let elf = self.elf(dso)?;
         let vaddr = elf.offset_to_vaddr(file_off)?;
-        elf.lookup(vaddr).map(|(n, s)| (elf::demangle(n), s))
+        elf.lookup(vaddr).map(|(_, s)| s)
     }
 }

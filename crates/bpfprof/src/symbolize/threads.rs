@@ -29,6 +29,9 @@ struct Thread {
 #[derive(Debug, Default)]
 pub struct Threads {
     threads: FxHashMap<u32, Thread>,
+    /// The last thread asked about: consecutive samples are mostly from
+    /// the same thread, and this saves a hash lookup per sample.
+    last: Option<(u32, CommId)>,
     processes: FxHashMap<u32, Process>,
     pub comms: Vec<String>,
     comm_index: FxHashMap<String, CommId>,
@@ -47,7 +50,13 @@ impl Threads {
 
     /// The command of a thread; `:TID` when none was recorded, as perf shows.
     pub fn comm_of(&mut self, pid: u32, tid: u32) -> CommId {
+        if let Some((t, c)) = self.last {
+            if t == tid {
+                return c;
+            }
+        }
         if let Some(t) = self.threads.get(&tid) {
+            self.last = Some((tid, t.comm));
             return t.comm;
         }
         let name = if tid == 0 {
@@ -61,6 +70,7 @@ impl Threads {
     }
 
     pub fn set_comm(&mut self, pid: u32, tid: u32, comm: &str) {
+        self.last = None;
         let comm = self.comm_id(comm);
         self.threads.insert(tid, Thread { pid, comm });
     }
@@ -68,6 +78,7 @@ impl Threads {
     /// A new thread or process. A new process starts with its parent's
     /// mappings (until it execs and maps its own).
     pub fn fork(&mut self, pid: u32, ppid: u32, tid: u32, ptid: u32) {
+        self.last = None;
         let parent = self.threads.get(&ptid).copied();
         let comm = match parent {
             Some(p) => p.comm,
