@@ -7,7 +7,7 @@ use std::fs::File;
 pub(crate) struct Map {
     map: memmap2::Mmap,
     /// Everything below this offset has been released.
-    released: std::cell::Cell<usize>,
+    released: std::sync::atomic::AtomicUsize,
 }
 
 /// Release in steps of this many bytes, to keep madvise calls rare.
@@ -23,7 +23,7 @@ impl Map {
         let _ = map.advise(memmap2::Advice::Sequential);
         Ok(Map {
             map,
-            released: std::cell::Cell::new(0),
+            released: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -37,7 +37,7 @@ impl Map {
     pub fn release_before(&self, offset: usize) {
         let page = 4096;
         let end = offset.min(self.map.len()) / page * page;
-        let released = self.released.get();
+        let released = self.released.load(std::sync::atomic::Ordering::Relaxed);
         if end < released + RELEASE_STEP {
             return;
         }
@@ -51,6 +51,7 @@ impl Map {
                 end - released,
             )
         };
-        self.released.set(end);
+        self.released
+            .store(end, std::sync::atomic::Ordering::Relaxed);
     }
 }

@@ -5,6 +5,7 @@ pub mod annotate;
 pub mod annotate_render;
 pub mod bpf_view;
 pub mod callgraph;
+mod events;
 pub mod profile;
 pub mod render;
 pub mod table;

@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
-use perfdata::{ksym, misc, BpfProgInfo, PerfFile, Record};
+use perfdata::{misc, BpfProgInfo, PerfFile};
+
+use super::events::Event;
 use rustc_hash::FxHashMap;
 
 use crate::symbolize::Map;
@@ -207,7 +209,6 @@ impl Profile {
             warnings,
         };
         let mut progress = crate::progress::Progress::new(opts.progress, file.data_size());
-        let mut records = file.records().with_context(|| format!("reading {path}"))?;
         let mut chain: Vec<Loc> = Vec::with_capacity(256);
         // The pass settles each address to a location; symbols are looked
         // up once per distinct location afterwards, when the background
@@ -215,84 +216,109 @@ impl Profile {
         let mut loc_rows: FxHashMap<(CommId, u32, Loc), Counts> = FxHashMap::default();
         let mut loc_stacks: Stacks<Loc> = Stacks::default();
         let mut loc_chains: FxHashMap<(CommId, u32, Loc, u32), Counts> = FxHashMap::default();
-        while let Some(r) = records.next().with_context(|| format!("reading {path}"))? {
-            progress.update(r.offset);
-            let sid = r.sample_id;
-            match r.record {
-                Record::Sample(s) => {
-                    let idx = file.attr_index(s.id).unwrap_or(0);
-                    if idx != sampling {
-                        *p.other_events.entry(attrs[idx].name.clone()).or_default() += 1;
-                        continue;
-                    }
-                    let kernel = is_kernel_mode(r.header.misc, s.ip);
-                    let comm = p.sym.threads.comm_of(s.pid, s.tid);
-                    let loc = p.sym.locate(s.pid, s.ip, kernel);
-                    let period = s.period.max(1);
-                    loc_rows.entry((comm, s.pid, loc)).or_default().add(period);
-                    p.total.add(period);
-                    if let (true, Loc::Bpf(b)) = (opts.ip_hits, loc) {
-                        let off = (s.ip - p.sym.bpf.syms[b as usize].addr) as u32;
-                        p.bpf_hits.entry((b, off)).or_default().add(period);
-                    }
-                    p.first_time = p.first_time.min(s.time);
-                    p.last_time = p.last_time.max(s.time);
-                    if opts.callchains {
-                        chain.clear();
-                        locate_chain(&mut p.sym, s.pid, &s, kernel, &mut chain);
-                        let mut node = 0;
-                        for &l in chain.iter().rev() {
-                            node = loc_stacks.child(node, l);
+        let (tx, rx) = std::sync::mpsc::sync_channel(4);
+        std::thread::scope(|scope| -> Result<()> {
+            scope.spawn(|| super::events::stream(file, opts.callchains, tx));
+            for batch in rx {
+                let mut batch = batch.with_context(|| format!("reading {path}"))?;
+                progress.update(batch.offset);
+                p.warnings.append(&mut batch.warnings);
+                for ev in &batch.events {
+                    match *ev {
+                        Event::Sample {
+                            attr,
+                            misc,
+                            pid,
+                            tid,
+                            ip,
+                            period,
+                            time,
+                            chain: (c0, c1),
+                        } => {
+                            if attr as usize != sampling {
+                                *p.other_events
+                                    .entry(attrs[attr as usize].name.clone())
+                                    .or_default() += 1;
+                                continue;
+                            }
+                            let kernel = is_kernel_mode(misc, ip);
+                            let comm = p.sym.threads.comm_of(pid, tid);
+                            let loc = p.sym.locate(pid, ip, kernel);
+                            let period = period.max(1);
+                            loc_rows.entry((comm, pid, loc)).or_default().add(period);
+                            p.total.add(period);
+                            if let (true, Loc::Bpf(b)) = (opts.ip_hits, loc) {
+                                let off = (ip - p.sym.bpf.syms[b as usize].addr) as u32;
+                                p.bpf_hits.entry((b, off)).or_default().add(period);
+                            }
+                            p.first_time = p.first_time.min(time);
+                            p.last_time = p.last_time.max(time);
+                            if opts.callchains {
+                                chain.clear();
+                                let raw = &batch.chains[c0 as usize..c1 as usize];
+                                locate_chain(&mut p.sym, pid, raw, ip, kernel, &mut chain);
+                                let mut node = 0;
+                                for &l in chain.iter().rev() {
+                                    node = loc_stacks.child(node, l);
+                                }
+                                loc_chains
+                                    .entry((comm, pid, loc, node))
+                                    .or_default()
+                                    .add(period);
+                            }
                         }
-                        loc_chains
-                            .entry((comm, s.pid, loc, node))
-                            .or_default()
-                            .add(period);
+                        Event::Comm { pid, tid, ref comm } => {
+                            p.sym.threads.set_comm(pid, tid, comm)
+                        }
+                        Event::Fork {
+                            pid,
+                            ppid,
+                            tid,
+                            ptid,
+                        } => p.sym.threads.fork(pid, ppid, tid, ptid),
+                        Event::Exit { pid, tid } => p.sym.threads.exit(pid, tid),
+                        Event::Mmap {
+                            pid,
+                            addr,
+                            len,
+                            pgoff,
+                            ref name,
+                            ref build_id,
+                        } => p.map(pid, addr, len, pgoff, name, build_id.clone()),
+                        Event::Ksymbol {
+                            addr,
+                            len,
+                            unregister,
+                            ref name,
+                            time,
+                        } => {
+                            if unregister {
+                                p.sym.bpf.unregister(addr, name, time);
+                            } else if len > 0 {
+                                p.sym.bpf.register(addr, len, name, time);
+                            }
+                        }
+                        Event::BpfEvent {
+                            load,
+                            id,
+                            tag,
+                            time,
+                            pid,
+                            tid,
+                        } => {
+                            p.sym.bpf.bpf_event(load, id, tag, time, pid, tid);
+                            if load && time != 0 {
+                                // Keep the loader's name while it is known.
+                                p.sym.threads.comm_of(pid, tid);
+                            }
+                        }
+                        Event::Lost(n) => p.lost += n,
+                        Event::LostSamples(n) => p.lost_samples += n,
                     }
                 }
-                Record::Comm(c) => {
-                    let name = String::from_utf8_lossy(c.comm);
-                    p.sym.threads.set_comm(c.pid, c.tid, &name);
-                }
-                Record::Fork(f) => p.sym.threads.fork(f.pid, f.ppid, f.tid, f.ptid),
-                Record::Exit(f) => p.sym.threads.exit(f.pid, f.tid),
-                Record::Mmap(m) => {
-                    let name = String::from_utf8_lossy(m.filename);
-                    p.map(m.pid, m.addr, m.len, m.pgoff, &name, None);
-                }
-                Record::Mmap2(m) => {
-                    let name = String::from_utf8_lossy(m.filename);
-                    let bid = match m.file_id {
-                        perfdata::FileId::BuildId(b) => Some(b.to_vec()),
-                        _ => None,
-                    };
-                    p.map(m.pid, m.addr, m.len, m.pgoff, &name, bid);
-                }
-                Record::Ksymbol(k)
-                    if k.ksym_type == ksym::TYPE_BPF || k.ksym_type == ksym::TYPE_OOL =>
-                {
-                    let name = String::from_utf8_lossy(k.name);
-                    if k.is_unregister() {
-                        p.sym.bpf.unregister(k.addr, &name, sid.time);
-                    } else if k.len > 0 {
-                        p.sym.bpf.register(k.addr, k.len, &name, sid.time);
-                    }
-                }
-                Record::BpfEvent(b) => {
-                    let load = b.type_ == perfdata::bpf_event::PROG_LOAD;
-                    p.sym
-                        .bpf
-                        .bpf_event(load, b.id, b.tag, sid.time, sid.pid, sid.tid);
-                    if load && sid.time != 0 {
-                        // Keep the loader's name while it is known.
-                        p.sym.threads.comm_of(sid.pid, sid.tid);
-                    }
-                }
-                Record::Lost(l) => p.lost += l.lost,
-                Record::LostSamples(n) => p.lost_samples += n,
-                _ => {}
             }
-        }
+            Ok(())
+        })?;
         progress.finish();
         p.sym.finish_loading();
         if p.sym.kallsyms.restricted {
@@ -341,7 +367,6 @@ impl Profile {
             e.samples += c.samples;
             e.period += c.period;
         }
-        p.warnings.append(&mut records.warnings);
         if p.first_time == u64::MAX {
             p.first_time = 0;
         }
@@ -403,13 +428,14 @@ fn is_kernel_mode(misc_bits: u16, ip: u64) -> bool {
 fn locate_chain(
     sym: &mut Symbolizer,
     pid: u32,
-    s: &perfdata::Sample<'_>,
+    raw: &[u64],
+    ip: u64,
     kernel: bool,
     out: &mut Vec<Loc>,
 ) {
     use perfdata::context;
     let mut in_kernel = kernel;
-    for addr in s.callchain() {
+    for &addr in raw {
         if addr >= context::MAX {
             in_kernel = matches!(addr, context::KERNEL | context::GUEST_KERNEL);
             continue;
@@ -417,6 +443,6 @@ fn locate_chain(
         out.push(sym.locate(pid, addr, in_kernel));
     }
     if out.is_empty() {
-        out.push(sym.locate(pid, s.ip, kernel));
+        out.push(sym.locate(pid, ip, kernel));
     }
 }

@@ -108,14 +108,47 @@ pub fn group(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) -
         .into_iter()
         .map(|(k, r)| (r.children.unwrap_or(r.counts).period, k, r))
         .collect();
-    // Heaviest first; ties by the group's ids, so the order is stable from
-    // run to run without building any text.
+    // Heaviest first; ties as perf orders them (by each key's text, with
+    // resolved symbols before bare addresses), without building text.
     rows.sort_unstable_by(|a, b| {
         b.0.cmp(&a.0)
             .then(b.2.counts.period.cmp(&a.2.counts.period))
+            .then_with(|| tie_order(p, keys, &a.2.key, &b.2.key))
             .then(a.1.cmp(&b.1))
     });
     rows.into_iter().map(|(_, _, r)| r).collect()
+}
+
+fn tie_order(p: &Profile, keys: &[SortKey], a: &RowKey, b: &RowKey) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let comm = |k: &RowKey| p.sym.threads.comms[k.comm as usize].as_str();
+    for key in keys {
+        let o = match key {
+            SortKey::Comm => comm(a).cmp(comm(b)),
+            SortKey::Pid => a.pid.cmp(&b.pid),
+            SortKey::Dso => p.sym.dsos[a.frame.dso as usize]
+                .short
+                .cmp(&p.sym.dsos[b.frame.dso as usize].short),
+            SortKey::Sym => {
+                let (x, y) = (
+                    &p.sym.syms[a.frame.sym as usize],
+                    &p.sym.syms[b.frame.sym as usize],
+                );
+                y.resolved.cmp(&x.resolved).then_with(|| {
+                    if x.resolved {
+                        x.name.cmp(&y.name)
+                    } else {
+                        x.start.cmp(&y.start)
+                    }
+                })
+            }
+            SortKey::BpfProg => bpf_prog_of(p, a).cmp(&bpf_prog_of(p, b)),
+        };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
 }
 
 /// Children: each sample counts once for every distinct group its stack

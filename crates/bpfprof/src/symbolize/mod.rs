@@ -123,6 +123,7 @@ pub struct Symbolizer {
     bpf_frames: Vec<Option<Frame>>,
     pub threads: Threads,
     frames: FxHashMap<Loc, Frame>,
+    kernel_dso: Option<DsoId>,
     loader: Option<loader::Loader>,
     requested: Vec<bool>,
     /// Files whose symbols could not be read, with why (reported once).
@@ -146,6 +147,7 @@ impl Symbolizer {
             bpf_frames: Vec::new(),
             threads: Threads::default(),
             frames: FxHashMap::default(),
+            kernel_dso: None,
             loader: Some(loader::Loader::start(kallsyms)),
             requested: Vec::new(),
             unreadable: Vec::new(),
@@ -280,19 +282,32 @@ impl Symbolizer {
     }
 
     fn kernel_frame(&mut self, addr: u64) -> Frame {
-        match self.kallsyms.lookup(addr) {
-            Some(k) => {
-                let (kind, dso_name) = match k.module {
-                    None => (DsoKind::Kernel, "[kernel.kallsyms]".to_string()),
-                    Some(m) => (DsoKind::Module, format!("[{m}]")),
-                };
-                let (name, start) = (k.name.to_string(), k.start);
-                let dso = self.dso_id(kind, &dso_name);
-                let sym = self.sym_id(dso, &name, true, start, None);
-                Frame { dso, sym }
-            }
-            None => self.unknown_frame(addr),
+        let Some(k) = self.kallsyms.lookup(addr) else {
+            return self.unknown_frame(addr);
+        };
+        let (start, module) = (k.start, k.module.map(str::to_string));
+        let dso = match module {
+            None => match self.kernel_dso {
+                Some(d) => d,
+                None => {
+                    let d = self.dso_id(DsoKind::Kernel, "[kernel.kallsyms]");
+                    self.kernel_dso = Some(d);
+                    d
+                }
+            },
+            Some(m) => self.dso_id(DsoKind::Module, &format!("[{m}]")),
+        };
+        // Most kernel locations fall in functions already seen.
+        if let Some(&sym) = self.sym_index.get(&(dso, start)) {
+            return Frame { dso, sym };
         }
+        let name = self
+            .kallsyms
+            .lookup(addr)
+            .map(|k| k.name.to_string())
+            .unwrap_or_default();
+        let sym = self.sym_id(dso, &name, true, start, None);
+        Frame { dso, sym }
     }
 
     fn bpf_frame(&mut self, b: BpfSymId) -> Frame {

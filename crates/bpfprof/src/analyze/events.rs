@@ -1,0 +1,184 @@
+//! The record stream parsed on its own thread into compact, owned events,
+//! handed over in batches: reading and decoding the file costs about as
+//! much as replaying and aggregating it, so the two run side by side.
+
+use std::sync::mpsc::SyncSender;
+
+use perfdata::{ksym, PerfFile, Record};
+
+/// What the replay needs of a record.
+pub enum Event {
+    Sample {
+        /// Index of the sample's attr in the file.
+        attr: u32,
+        misc: u16,
+        pid: u32,
+        tid: u32,
+        ip: u64,
+        period: u64,
+        time: u64,
+        /// Range of this sample's callchain in [`Batch::chains`].
+        chain: (u32, u32),
+    },
+    Comm {
+        pid: u32,
+        tid: u32,
+        comm: String,
+    },
+    Fork {
+        pid: u32,
+        ppid: u32,
+        tid: u32,
+        ptid: u32,
+    },
+    Exit {
+        pid: u32,
+        tid: u32,
+    },
+    Mmap {
+        pid: u32,
+        addr: u64,
+        len: u64,
+        pgoff: u64,
+        name: String,
+        build_id: Option<Vec<u8>>,
+    },
+    Ksymbol {
+        addr: u64,
+        len: u32,
+        unregister: bool,
+        name: String,
+        time: u64,
+    },
+    BpfEvent {
+        load: bool,
+        id: u32,
+        tag: [u8; 8],
+        time: u64,
+        pid: u32,
+        tid: u32,
+    },
+    Lost(u64),
+    LostSamples(u64),
+}
+
+#[derive(Default)]
+pub struct Batch {
+    pub events: Vec<Event>,
+    pub chains: Vec<u64>,
+    /// File offset reached, for progress.
+    pub offset: u64,
+    /// Reader warnings, in the last batch.
+    pub warnings: Vec<String>,
+}
+
+const BATCH: usize = 8192;
+
+/// Read `file` in time order and send its events; stops at the first error
+/// (sent as the last item) or when the receiver is gone.
+pub fn stream(file: &PerfFile, callchains: bool, tx: SyncSender<Result<Batch, perfdata::Error>>) {
+    let mut records = match file.records() {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = tx.send(Err(e));
+            return;
+        }
+    };
+    let mut batch = Batch::default();
+    loop {
+        let r = match records.next() {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(e) => {
+                let _ = tx.send(Ok(std::mem::take(&mut batch)));
+                let _ = tx.send(Err(e));
+                return;
+            }
+        };
+        let sid = r.sample_id;
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let ev = match r.record {
+            Record::Sample(s) => {
+                let start = batch.chains.len() as u32;
+                if callchains {
+                    batch.chains.extend(s.callchain());
+                }
+                Event::Sample {
+                    attr: file.attr_index(s.id).unwrap_or(0) as u32,
+                    misc: r.header.misc,
+                    pid: s.pid,
+                    tid: s.tid,
+                    ip: s.ip,
+                    period: s.period,
+                    time: s.time,
+                    chain: (start, batch.chains.len() as u32),
+                }
+            }
+            Record::Comm(c) => Event::Comm {
+                pid: c.pid,
+                tid: c.tid,
+                comm: text(c.comm),
+            },
+            Record::Fork(f) => Event::Fork {
+                pid: f.pid,
+                ppid: f.ppid,
+                tid: f.tid,
+                ptid: f.ptid,
+            },
+            Record::Exit(f) => Event::Exit {
+                pid: f.pid,
+                tid: f.tid,
+            },
+            Record::Mmap(m) => Event::Mmap {
+                pid: m.pid,
+                addr: m.addr,
+                len: m.len,
+                pgoff: m.pgoff,
+                name: text(m.filename),
+                build_id: None,
+            },
+            Record::Mmap2(m) => Event::Mmap {
+                pid: m.pid,
+                addr: m.addr,
+                len: m.len,
+                pgoff: m.pgoff,
+                name: text(m.filename),
+                build_id: match m.file_id {
+                    perfdata::FileId::BuildId(b) => Some(b.to_vec()),
+                    _ => None,
+                },
+            },
+            Record::Ksymbol(k)
+                if k.ksym_type == ksym::TYPE_BPF || k.ksym_type == ksym::TYPE_OOL =>
+            {
+                Event::Ksymbol {
+                    addr: k.addr,
+                    len: k.len,
+                    unregister: k.is_unregister(),
+                    name: text(k.name),
+                    time: sid.time,
+                }
+            }
+            Record::BpfEvent(b) => Event::BpfEvent {
+                load: b.type_ == perfdata::bpf_event::PROG_LOAD,
+                id: b.id,
+                tag: b.tag,
+                time: sid.time,
+                pid: sid.pid,
+                tid: sid.tid,
+            },
+            Record::Lost(l) => Event::Lost(l.lost),
+            Record::LostSamples(n) => Event::LostSamples(n),
+            _ => continue,
+        };
+        batch.events.push(ev);
+        if batch.events.len() >= BATCH {
+            batch.offset = r.offset;
+            if tx.send(Ok(std::mem::take(&mut batch))).is_err() {
+                return;
+            }
+        }
+    }
+    batch.warnings = std::mem::take(&mut records.warnings);
+    let _ = tx.send(Ok(batch));
+}
