@@ -159,7 +159,7 @@ pub fn stream(file: &PerfFile, callchains: bool, tx: SyncSender<Result<Batch, pe
                     time: sid.time,
                 }
             }
-            Record::BpfEvent(b) => Event::BpfEvent {
+            Record::BpfEvent(b) => Event::ProgEvent {
                 load: b.type_ == perfdata::bpf_event::PROG_LOAD,
                 id: b.id,
                 tag: b.tag,
