@@ -50,7 +50,7 @@ pub enum Event {
         name: String,
         time: u64,
     },
-    BpfEvent {
+    ProgEvent {
         load: bool,
         id: u32,
         tag: [u8; 8],
