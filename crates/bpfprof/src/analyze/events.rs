@@ -50,7 +50,7 @@ pub enum Event {
         name: String,
         time: u64,
     },
-    ProgEvent {
+    BpfProg {
         load: bool,
         id: u32,
         tag: [u8; 8],
@@ -159,7 +159,7 @@ pub fn stream(file: &PerfFile, callchains: bool, tx: SyncSender<Result<Batch, pe
                     time: sid.time,
                 }
             }
-            Record::BpfEvent(b) => Event::ProgEvent {
+            Record::BpfEvent(b) => Event::BpfProg {
                 load: b.type_ == perfdata::bpf_event::PROG_LOAD,
                 id: b.id,
                 tag: b.tag,

@@ -298,7 +298,7 @@ impl Profile {
                                 p.sym.bpf.register(addr, len, name, time);
                             }
                         }
-                        Event::ProgEvent {
+                        Event::BpfProg {
                             load,
                             id,
                             tag,
