@@ -31,6 +31,7 @@ enum Cmd {
 }
 
 fn main() {
+    bpfprof::capture::sys::default_sigpipe();
     let cli = Cli::parse();
     let r = match &cli.cmd {
         Cmd::Report(a) => report_cmd::run(a).map(|_| 0),

@@ -416,6 +416,17 @@ pub fn install_stop_handlers(wake: OwnedFd) -> io::Result<()> {
     Ok(())
 }
 
+/// Let a closed pipe end the process quietly (`bpfprof report | head`), as
+/// it does C tools, instead of Rust's default of ignoring SIGPIPE so that
+/// every later print fails.
+pub fn default_sigpipe() {
+    // SAFETY: restoring a signal's default disposition has no preconditions
+    // and runs before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// Whether a stop signal arrived, and which.
 pub fn stop_requested() -> Option<i32> {
     STOP.load(Ordering::SeqCst)
