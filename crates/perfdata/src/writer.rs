@@ -129,6 +129,15 @@ impl<W: Write + Seek> PerfFileWriter<W> {
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
         encode_record(rec, misc, sid, &self.attrs[0].attr, &mut buf);
+        if buf.len() > u16::MAX as usize {
+            // The header's size is a u16: a longer record cannot be framed.
+            let n = buf.len();
+            self.scratch = buf;
+            return Err(Error::Unsupported {
+                path: self.path.clone(),
+                what: format!("a {n}-byte record does not fit perf's 64 KiB record size"),
+            });
+        }
         let r = self.write_raw(&buf);
         self.scratch = buf;
         r
@@ -194,5 +203,46 @@ impl<W: Write + Seek> PerfFileWriter<W> {
             path: path.unwrap_or_default(),
             source: e.into_error(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attr::{flags, sample_type, EventAttr};
+    use crate::record::Mmap;
+
+    #[test]
+    fn a_record_over_64k_is_refused_not_wrapped() {
+        let attr = EventAttr {
+            sample_type: sample_type::IP | sample_type::TID | sample_type::TIME,
+            flags: flags::SAMPLE_ID_ALL,
+            ..Default::default()
+        };
+        let entry = AttrEntry {
+            attr,
+            ids: vec![1],
+            name: "x".into(),
+        };
+        let mut w = PerfFileWriter::new(std::io::Cursor::new(Vec::new()), &[entry]).unwrap();
+        let long = vec![b'a'; 70_000];
+        let rec = Record::Mmap(Mmap {
+            pid: 1,
+            tid: 1,
+            addr: 0,
+            len: 0,
+            pgoff: 0,
+            filename: &long,
+        });
+        let e = w
+            .write(&rec, 0, &SampleId::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("64 KiB"), "{e}");
+        assert_eq!(
+            w.data_size(),
+            0,
+            "nothing of the refused record was written"
+        );
     }
 }
