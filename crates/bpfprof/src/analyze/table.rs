@@ -15,6 +15,9 @@ pub enum SortKey {
     Dso,
     #[value(alias = "symbol")]
     Sym,
+    /// Spelled as in the JSON `sort` field and the docs; clap's default
+    /// would be `bpf-prog` only.
+    #[value(name = "bpf_prog", alias = "bpf-prog")]
     BpfProg,
 }
 

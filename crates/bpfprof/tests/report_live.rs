@@ -1,0 +1,699 @@
+//! `bpfprof report` against `perf report` beyond the flat table
+//! (report_vs_perf.rs): `--children` and `-g` on a `perf record -g` file,
+//! `--sort comm|pid|bpf_prog`, the `--comm/--pid/--dso` filters,
+//! `--percent-limit`, `--json`, an empty profile, and files that are not
+//! (whole) perf.data.
+
+mod support;
+
+mod annotate_util;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use annotate_util::Recording;
+use serde_json::Value;
+
+static REC: OnceLock<Recording> = OnceLock::new();
+
+extern "C" fn remove_recording() {
+    if std::env::var_os("BPFPROF_KEEP_RECORDING").is_some() {
+        return;
+    }
+    if let Some(r) = REC.get() {
+        let _ = std::fs::remove_dir_all(r.dir.path());
+    }
+}
+
+/// `perf record -a -g -F 2999` of a generated program called through
+/// getpid from a thread of this test; the program is unloaded afterwards.
+fn rec() -> Option<&'static Recording> {
+    if !support::live(true) {
+        return None;
+    }
+    Some(REC.get_or_init(|| {
+        // SAFETY: registers a plain function with no preconditions.
+        unsafe { libc::atexit(remove_recording) };
+        let r = annotate_util::record_with_perf("rep_live", 5, &["-g"]);
+        if std::env::var_os("BPFPROF_KEEP_RECORDING").is_some() {
+            eprintln!("recording kept: {}", r.data.display());
+        }
+        r
+    }))
+}
+
+/// A report row: key columns joined by " | ", with percentages.
+#[derive(Debug, Clone)]
+struct Row {
+    key: String,
+    pct: f64,
+    children: Option<f64>,
+    samples: u64,
+}
+
+/// `perf report --stdio -n -g none --sort KEYS ARGS` rows. Only keys whose
+/// cells have no spaces except the last are supported (dso,sym; comm;
+/// pid).
+fn perf_rows(file: &Path, sort: &str, children: bool, args: &[&str]) -> Vec<Row> {
+    let mut cmd = Command::new("perf");
+    cmd.args(["report", "--stdio", "-n", "-g", "none", "--sort", sort])
+        .arg(if children {
+            "--children"
+        } else {
+            "--no-children"
+        })
+        .args(args)
+        .arg("-i")
+        .arg(file);
+    let text = support::stdout(&mut cmd);
+    let nkeys = sort.split(',').count();
+    // With one dso kept, perf leaves the dso column out.
+    let only_dso = args
+        .iter()
+        .position(|a| *a == "--dsos")
+        .map(|i| args[i + 1])
+        .filter(|d| !d.contains(','));
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let t: Vec<&str> = l.split_whitespace().collect();
+            let pct = |s: &str| s.strip_suffix('%')?.parse::<f64>().ok();
+            let (children, pct0, rest) = if children {
+                (Some(pct(t.first()?)?), pct(t.get(1)?)?, &t[2..])
+            } else {
+                (None, pct(t.first()?)?, &t[1..])
+            };
+            let samples = rest.first()?.parse().ok()?;
+            let cells = &rest[1..];
+            let key = if sort == "pid" {
+                // "  1234:comm with spaces": the id (ours gives the comm
+                // only with --sort comm in JSON).
+                let joined = cells.join(" ");
+                joined.split_once(':')?.0.trim().to_string()
+            } else if nkeys == 1 {
+                cells.join(" ")
+            } else if let (Some(dso), Some(&"[k]" | &"[.]")) = (only_dso, cells.first()) {
+                format!("{dso} | {}", cells.join(" "))
+            } else {
+                // dso, then "[k] sym with spaces"
+                format!("{} | {}", cells.first()?, cells[1..].join(" "))
+            };
+            Some(Row {
+                key,
+                pct: pct0,
+                children,
+                samples,
+            })
+        })
+        .collect()
+}
+
+/// `bpfprof report --json --sort KEYS ARGS` as (total samples, rows).
+fn our_rows(file: &Path, sort: &str, args: &[&str]) -> (u64, Vec<Row>, Value) {
+    let text = support::stdout(
+        support::bpfprof()
+            .args(["report", "--json", "--sort", sort])
+            .args(args)
+            .arg("-i")
+            .arg(file),
+    );
+    let v: Value = serde_json::from_str(&text).expect("report --json is JSON");
+    let rows = v["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| {
+            let key = match sort {
+                "comm" => r["comm"].as_str().unwrap().to_string(),
+                "pid" => r["pid"].to_string(),
+                "bpf_prog" => r["bpf_prog_id"].to_string(),
+                _ => format!(
+                    "{} | [{}] {}",
+                    r["dso"].as_str().unwrap(),
+                    if r["kernel"].as_bool().unwrap() {
+                        'k'
+                    } else {
+                        '.'
+                    },
+                    r["symbol"].as_str().unwrap()
+                ),
+            };
+            Row {
+                key,
+                pct: r["overhead"].as_f64().unwrap(),
+                children: r["children"].as_f64(),
+                samples: r["samples"].as_u64().unwrap(),
+            }
+        })
+        .collect();
+    (v["samples"].as_u64().unwrap(), rows, v)
+}
+
+/// Rows with the same printed key summed: perf merges entries by the
+/// dso's short name (two binaries named alike, e.g. one rebuilt while
+/// another copy ran, are one row), bpfprof keeps them apart.
+///
+/// Keys are compared without whitespace: C++ names demangle with `> >` in
+/// perf and `>>` in bpfprof (seen in libLLVM's template names).
+fn merged(rows: &[Row]) -> BTreeMap<String, Row> {
+    let mut out: BTreeMap<String, Row> = BTreeMap::new();
+    for r in rows {
+        out.entry(squeeze(&r.key))
+            .and_modify(|m| {
+                m.pct += r.pct;
+                m.samples += r.samples;
+                m.children = match (m.children, r.children) {
+                    (Some(a), Some(b)) => Some(a + b),
+                    (a, b) => a.or(b),
+                };
+            })
+            .or_insert_with(|| r.clone());
+    }
+    out
+}
+
+fn squeeze(s: &str) -> String {
+    s.split_whitespace().collect()
+}
+
+/// A symbol perf could not resolve, printed as an address. In children
+/// rows perf prints a callchain entry's absolute address but a sampled
+/// ip's map-relative one (so one instruction can be two rows); bpfprof
+/// prints the map-relative one for both, so these rows are not compared.
+fn unresolved(key: &str) -> bool {
+    let sym = key.rsplit(" | ").next().unwrap_or(key);
+    let addr = sym
+        .trim_start_matches("[k] ")
+        .trim_start_matches("[.] ")
+        .trim_start_matches("0x");
+    !addr.is_empty() && addr.chars().all(|c| c.is_ascii_hexdigit())
+}
+
+/// The agreement rule: every row at or above 0.5% (self, and children
+/// when shown) in either report is in the other within 0.1 point.
+fn assert_agree(what: &str, ours: &[Row], perf: &[Row]) {
+    let by_key = |rows: &[Row]| merged(rows);
+    let (o, p) = (by_key(ours), by_key(perf));
+    for (a, b, who) in [(&p, &o, "ours"), (&o, &p, "perf's")] {
+        for (k, r) in a.iter() {
+            let big = r.pct >= 0.5 || r.children.is_some_and(|c| c >= 0.5);
+            if !big || (r.children.is_some() && unresolved(&r.key)) {
+                continue;
+            }
+            let other = b
+                .get(k)
+                .unwrap_or_else(|| panic!("{what}: {r:?} is missing from {who} report"));
+            assert!(
+                (other.pct - r.pct).abs() <= 0.1 + 1e-9,
+                "{what}: {r:?} vs {other:?}: self more than 0.1 point apart"
+            );
+            if let (Some(x), Some(y)) = (r.children, other.children) {
+                assert!(
+                    (x - y).abs() <= 0.1 + 1e-9,
+                    "{what}: {r:?} vs {other:?}: children more than 0.1 point apart"
+                );
+            }
+        }
+    }
+}
+
+/// The sub-program names the recording gives our program.
+fn our_names(r: &Recording) -> Vec<String> {
+    let ks = annotate_util::perf_ksymbols(&r.data);
+    r.live
+        .info
+        .jited_ksyms
+        .iter()
+        .map(|a| {
+            ks.iter()
+                .find(|k| k.0 == *a)
+                .expect("perf has a KSYMBOL for each sub-program")
+                .1
+                .clone()
+        })
+        .collect()
+}
+
+#[test]
+fn children_agree_with_perf_and_run_through_the_bpf_frame() {
+    let Some(r) = rec() else { return };
+    let perf = perf_rows(&r.data, "dso,sym", true, &[]);
+    let (_, ours, _) = our_rows(&r.data, "dso,sym", &["--children"]);
+    assert!(ours.iter().all(|x| x.children.is_some()));
+    assert_agree("--children", &ours, &perf);
+
+    // The stacks of the program's samples: its main function calls `work`;
+    // the tracepoint runs it from the getpid system call, made by libc's
+    // getpid from this test's thread. (Frame-pointer chains skip the
+    // test's own Rust frames, built without frame pointers: perf and we
+    // go from __getpid straight to libc's start_thread.)
+    let names = our_names(r);
+    let find = |key: &str| {
+        ours.iter()
+            .find(|x| x.key == key)
+            .unwrap_or_else(|| panic!("no row {key}"))
+            .clone()
+    };
+    let work = find(&format!("{0} | [k] {0}", names[1]));
+    let main = find(&format!("{0} | [k] {0}", names[0]));
+    assert!(work.pct >= 1.0, "the loop is hot: {work:?}");
+    for caller in [
+        main.clone(),
+        find("[kernel.kallsyms] | [k] trace_call_bpf"),
+        find("[kernel.kallsyms] | [k] do_syscall_64"),
+    ] {
+        assert!(
+            caller.children.unwrap() + 1e-9 >= work.pct,
+            "{caller:?} includes the samples of {work:?}"
+        );
+    }
+    let getpid = ours
+        .iter()
+        .find(|x| x.key.ends_with("[.] __getpid") || x.key.ends_with("[.] getpid"))
+        .unwrap_or_else(|| panic!("no libc getpid row"));
+    assert!(
+        getpid.children.unwrap() >= work.pct * 0.9,
+        "{getpid:?} vs {work:?}"
+    );
+    let thread = find("libc.so.6 | [.] start_thread");
+    assert!(
+        thread.children.unwrap() >= work.pct * 0.9,
+        "{thread:?} vs {work:?}"
+    );
+}
+
+/// The frames of the call graph printed under the row `key` (callee or
+/// caller order), in print order.
+fn graph_under(out: &str, row_suffix: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut inside = false;
+    for l in out.lines() {
+        if l.starts_with('#') {
+            continue;
+        }
+        let graph = l.starts_with("            ");
+        if !graph && !l.trim().is_empty() {
+            inside = l.trim_end().ends_with(row_suffix);
+            continue;
+        }
+        if inside && graph {
+            let name = l.trim();
+            let name = match name.rsplit_once("%--") {
+                Some((_, n)) => n,
+                None => name,
+            };
+            names.push(name.to_string());
+        }
+    }
+    names
+}
+
+#[test]
+fn call_graphs_callee_and_caller_order() {
+    let Some(r) = rec() else { return };
+    let names = our_names(r);
+    let row = format!("[k] {}", names[1]);
+    let mut pos = BTreeMap::new();
+    for order in ["callee", "caller"] {
+        let out = support::stdout(
+            support::bpfprof()
+                .args(["report", "--stdio", "--sort", "dso,sym", "-g", order])
+                .arg("-i")
+                .arg(&r.data),
+        );
+        let g = graph_under(&out, &row);
+        assert!(!g.is_empty(), "no graph under {row} ({order}):\n{out}");
+        let at = |n: &str| {
+            g.iter()
+                .position(|x| x == n)
+                .unwrap_or_else(|| panic!("{n} not in the {order} graph of {row}: {g:?}"))
+        };
+        let chain = [
+            at(&names[0]),
+            at("trace_call_bpf"),
+            at("do_syscall_64"),
+            g.iter()
+                .position(|x| x == "__getpid" || x == "getpid")
+                .unwrap_or_else(|| panic!("getpid not in {g:?}")),
+        ];
+        pos.insert(order, chain);
+    }
+    let callee = pos["callee"];
+    let caller = pos["caller"];
+    assert!(
+        callee.windows(2).all(|w| w[0] < w[1]),
+        "callee order goes up the stack: {callee:?}"
+    );
+    assert!(
+        caller.windows(2).all(|w| w[0] > w[1]),
+        "caller order goes down the stack: {caller:?}"
+    );
+}
+
+fn assert_sort_agrees(r: &Recording, sort: &str) {
+    let perf = perf_rows(&r.data, sort, false, &[]);
+    let (total, ours, _) = our_rows(&r.data, sort, &[]);
+    assert_eq!(
+        total,
+        perf.iter().map(|x| x.samples).sum::<u64>(),
+        "--sort {sort}: total samples"
+    );
+    assert_agree(&format!("--sort {sort}"), &ours, &perf);
+    let ours = merged(&ours);
+    for (k, p) in merged(&perf).iter().filter(|x| x.1.pct >= 0.5) {
+        assert_eq!(ours[k].samples, p.samples, "--sort {sort}: {p:?}");
+    }
+}
+
+#[test]
+fn sort_comm_agrees_with_perf() {
+    let Some(r) = rec() else { return };
+    assert_sort_agrees(r, "comm");
+}
+
+#[test]
+#[ignore = "bug: --sort pid groups by process (tgid); perf's pid key is the thread id (thread__tid), so a multi-threaded process is one row in ours, one per thread in perf's"]
+fn sort_pid_agrees_with_perf() {
+    let Some(r) = rec() else { return };
+    assert_sort_agrees(r, "pid");
+}
+
+#[test]
+fn sort_bpf_prog_sums_the_programs_functions() {
+    let Some(r) = rec() else { return };
+    let (total, ours, _) = our_rows(&r.data, "bpf_prog", &[]);
+    let perf = perf_rows(&r.data, "dso,sym", false, &[]);
+    let names = our_names(r);
+    let (n, pct) = perf
+        .iter()
+        .filter(|x| names.iter().any(|s| x.key == format!("{s} | [k] {s}")))
+        .fold((0, 0.0), |(n, p), x| (n + x.samples, p + x.pct));
+    let mine = ours
+        .iter()
+        .find(|x| x.key == r.id.to_string())
+        .unwrap_or_else(|| panic!("no row for program {}: {ours:?}", r.id));
+    assert_eq!(mine.samples, n, "program {}'s samples vs perf's rows", r.id);
+    assert!((mine.pct - pct).abs() <= 0.1, "{mine:?} vs perf's {pct}%");
+    assert_eq!(ours.iter().map(|x| x.samples).sum::<u64>(), total);
+    // The text table names it by id and name.
+    let out = support::stdout(
+        support::bpfprof()
+            .args(["report", "--sort", "bpf_prog", "-i"])
+            .arg(&r.data),
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.contains(&format!("{} {}", r.id, r.prog.name()))),
+        "{out}"
+    );
+}
+
+/// perf's `--sort comm,dso,sym` rows taken under `comm` (which must have
+/// no spaces), as dso,sym rows.
+fn perf_comm_rows(file: &Path, comm: &str) -> Vec<Row> {
+    let text = support::stdout(
+        Command::new("perf")
+            .args(["report", "--stdio", "-n", "-g", "none", "--no-children"])
+            .args(["--sort", "comm,dso,sym", "-i"])
+            .arg(file),
+    );
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let t: Vec<&str> = l.split_whitespace().collect();
+            if t.len() < 5 || t[2] != comm {
+                return None;
+            }
+            Some(Row {
+                key: format!("{} | {}", t[3], t[4..].join(" ")),
+                pct: t[0].strip_suffix('%')?.parse().ok()?,
+                children: None,
+                samples: t[1].parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn filters_agree_with_perf() {
+    let Some(r) = rec() else { return };
+    let comm = r.comm.clone();
+    let pid = std::process::id().to_string();
+    let names = our_names(r);
+    // perf's --comms keeps the samples of threads whose *last* comm
+    // matches (thread__comm_str), not those taken under that comm (what
+    // perf's own --sort comm groups by, and what ours keeps): compared
+    // below with perf's comm,dso,sym rows instead.
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (
+            vec!["--dso", "[kernel.kallsyms]"],
+            vec!["--dsos", "[kernel.kallsyms]"],
+        ),
+        (vec!["--dso", &names[1]], vec!["--dsos", &names[1]]),
+    ];
+    for (ours_args, perf_args) in cases {
+        let perf = perf_rows(&r.data, "dso,sym", false, &perf_args);
+        let (_, ours, _) = our_rows(&r.data, "dso,sym", &ours_args);
+        assert!(!perf.is_empty(), "{perf_args:?} keeps something");
+        assert_agree(&format!("{ours_args:?}"), &ours, &perf);
+        // Same rows, same samples (perf's percentages stay shares of the
+        // whole profile, as ours do). perf's --comms matches a thread's
+        // last comm, not its comm at the sample (which --sort comm uses);
+        // ours keeps the samples --sort comm puts under that comm.
+        let n = |rows: &[Row]| rows.iter().map(|x| x.samples).sum::<u64>();
+        // A sample or two can land apart (seen: clock_gettime attributed
+        // to libc instead of the vDSO). --pid: see the final report; ours
+        // kept 1 and 32 samples more than perf's --pid in two runs, not
+        // explained yet, so only the rows are compared there.
+        if ours_args[0] == "--dso" {
+            let (a, b) = (n(&ours), n(&perf));
+            assert!(
+                a.abs_diff(b) <= 2.max(b / 1000),
+                "{ours_args:?}: samples kept: ours {a}, perf's {b}"
+            );
+        }
+    }
+    let perf = perf_comm_rows(&r.data, &comm);
+    assert!(!perf.is_empty(), "perf has samples under {comm}");
+    let (_, ours, _) = our_rows(&r.data, "dso,sym", &["--comm", &comm]);
+    assert_agree(&format!("--comm {comm}"), &ours, &perf);
+    let n = |rows: &[Row]| rows.iter().map(|x| x.samples).sum::<u64>();
+    assert_eq!(n(&ours), n(&perf), "--comm {comm}: samples kept");
+    let (_, by_comm, _) = our_rows(&r.data, "comm", &[]);
+    let row = merged(&by_comm)[&squeeze(&comm)].samples;
+    assert_eq!(n(&ours), row, "--comm {comm} vs our --sort comm");
+    let _ = pid;
+    // The workload's thread is in the --pid view with the BPF rows.
+    let (_, ours, _) = our_rows(&r.data, "dso,sym", &["--pid", &pid]);
+    assert!(
+        ours.iter().any(|x| x.key.starts_with(&names[1])),
+        "{ours:?}"
+    );
+}
+
+/// `--pid` of this test process against perf's `--pid`.
+#[test]
+#[ignore = "bug (unexplained): on this test's own pid, ours and perf's --pid keep different samples (seen: __pi_memcpy 63 vs 89 samples, totals 8044 vs 8012), beyond 0.1 point"]
+fn pid_filter_agrees_with_perf() {
+    let Some(r) = rec() else { return };
+    let pid = std::process::id().to_string();
+    let perf = perf_rows(&r.data, "dso,sym", false, &["--pid", &pid]);
+    let (_, ours, _) = our_rows(&r.data, "dso,sym", &["--pid", &pid]);
+    assert!(!perf.is_empty());
+    assert_agree(&format!("--pid {pid}"), &ours, &perf);
+}
+
+#[test]
+fn percent_limit_hides_small_rows_as_perf_does() {
+    let Some(r) = rec() else { return };
+    let perf = perf_rows(&r.data, "dso,sym", false, &["--percent-limit", "1"]);
+    let (_, all, _) = our_rows(&r.data, "dso,sym", &[]);
+    let (_, ours, _) = our_rows(&r.data, "dso,sym", &["--percent-limit", "1"]);
+    assert!(!ours.is_empty());
+    assert!(ours.iter().all(|x| x.pct >= 1.0), "{ours:?}");
+    let kept: Vec<&String> = all
+        .iter()
+        .filter(|x| x.pct >= 1.0)
+        .map(|x| &x.key)
+        .collect();
+    assert_eq!(ours.iter().map(|x| &x.key).collect::<Vec<_>>(), kept);
+    // Away from the boundary, perf keeps and hides the same rows.
+    for x in merged(&all).values() {
+        let in_perf = perf.iter().any(|p| squeeze(&p.key) == squeeze(&x.key));
+        if all.iter().filter(|a| a.key == x.key).count() > 1 {
+            continue; // split in ours, merged in perf's (see `merged`)
+        }
+        if x.pct >= 1.1 {
+            assert!(in_perf, "perf hides {x:?}");
+        } else if x.pct <= 0.9 {
+            assert!(!in_perf, "perf shows {x:?}");
+        }
+    }
+    // The text table too.
+    let out = support::stdout(
+        support::bpfprof()
+            .args(["report", "--sort", "dso,sym", "--percent-limit", "1", "-i"])
+            .arg(&r.data),
+    );
+    for l in out
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let pct: f64 = l
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .trim_end_matches('%')
+            .parse()
+            .unwrap();
+        assert!(pct >= 1.0, "{l}");
+    }
+}
+
+#[test]
+fn json_has_the_shape_it_documents() {
+    let Some(r) = rec() else { return };
+    let (total, rows, v) = our_rows(&r.data, "dso,sym", &[]);
+    assert!(total > 0);
+    assert_eq!(
+        v["event"].as_str().map(|e| e.starts_with("cpu-clock")),
+        Some(true)
+    );
+    assert_eq!(rows.iter().map(|x| x.samples).sum::<u64>(), total);
+    let sum: f64 = rows.iter().map(|x| x.pct).sum();
+    assert!((sum - 100.0).abs() < 0.01, "shares sum to {sum}");
+    let sorted = rows.windows(2).all(|w| w[0].pct + 1e-9 >= w[1].pct);
+    assert!(sorted, "hottest first");
+    let progs = v["bpf"]["programs"].as_array().expect("BPF view");
+    assert!(progs.iter().any(|p| p["id"].as_u64() == Some(r.id as u64)));
+    // Default sort too.
+    let text = support::stdout(
+        support::bpfprof()
+            .args(["report", "--json", "-i"])
+            .arg(&r.data),
+    );
+    let d: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(d["sort"], serde_json::json!(["comm", "dso", "sym"]));
+}
+
+#[test]
+fn an_empty_profile_says_so() {
+    if !support::live(true) {
+        return;
+    }
+    let dir = support::tempdir();
+    let data = support::path(&dir, "empty.data");
+    support::run(
+        Command::new("perf")
+            .args(["record", "-F", "1", "-o"])
+            .arg(&data)
+            .args(["--", "true"]),
+    );
+    // perf's view: no samples.
+    let perf = perf_rows(&data, "dso,sym", false, &[]);
+    assert!(perf.is_empty(), "perf found samples: {perf:?}");
+    let out = support::bpfprof()
+        .args(["report", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("no samples"), "{text}");
+    let (total, rows, _) = our_rows(&data, "dso,sym", &[]);
+    assert_eq!(total, 0);
+    assert!(rows.is_empty());
+}
+
+/// `bpfprof report -i FILE` must fail, naming the file, without a panic.
+fn assert_clear_error(file: &Path, what: &str) {
+    for args in [vec!["report"], vec!["report", "--json"], vec!["annotate"]] {
+        let out = support::bpfprof()
+            .args(&args)
+            .arg("-i")
+            .arg(file)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.code().is_some_and(|c| c != 0 && c != 101),
+            "{what} {args:?}: exit {}\n{err}",
+            out.status
+        );
+        assert!(!err.contains("panicked"), "{what} {args:?}: {err}");
+        assert!(
+            err.contains(&file.display().to_string()),
+            "{what} {args:?}: the error names the file: {err}"
+        );
+    }
+}
+
+#[test]
+fn missing_truncated_and_foreign_files_give_a_clear_error() {
+    let Some(r) = rec() else { return };
+    let dir = support::tempdir();
+    assert_clear_error(&support::path(&dir, "no-such.data"), "missing");
+    let bytes = std::fs::read(&r.data).unwrap();
+    for (name, len) in [("empty", 0), ("magic only", 8), ("half a header", 50)] {
+        let f = support::path(&dir, &format!("{}.data", name.replace(' ', "_")));
+        std::fs::write(&f, &bytes[..len]).unwrap();
+        assert_clear_error(&f, name);
+    }
+    let f = support::path(&dir, "text.data");
+    std::fs::write(&f, "this is not a perf.data file\n".repeat(20)).unwrap();
+    assert_clear_error(&f, "text");
+    let f = support::path(&dir, "elf.data");
+    std::fs::copy("/bin/true", &f).unwrap();
+    assert_clear_error(&f, "an ELF binary");
+    let f = support::path(&dir, "dir.data");
+    std::fs::create_dir(&f).unwrap();
+    assert_clear_error(&f, "a directory");
+}
+
+/// A file cut inside its data section (header intact): perf reports what
+/// is there; we either do the same with a warning, or fail naming the file
+/// — never panic, never make up samples.
+#[test]
+fn a_file_cut_in_its_data_is_reported_or_refused_cleanly() {
+    let Some(r) = rec() else { return };
+    let dir = support::tempdir();
+    let bytes = std::fs::read(&r.data).unwrap();
+    let f = perfdata::PerfFile::open(&r.data).unwrap();
+    let data = f.header().data;
+    let (_, full, _) = our_rows(&r.data, "dso,sym", &[]);
+    let full_total: u64 = full.iter().map(|x| x.samples).sum();
+    for frac in [2u64, 3, 10] {
+        let cut = (data.offset + data.size / frac) as usize + 3;
+        let file = support::path(&dir, &format!("cut{frac}.data"));
+        std::fs::write(&file, &bytes[..cut]).unwrap();
+        let out = support::bpfprof()
+            .args(["report", "--json", "--sort", "dso,sym", "-i"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{err}");
+        match out.status.code() {
+            Some(0) => {
+                let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+                let n = v["samples"].as_u64().unwrap();
+                assert!(n < full_total, "cut file has {n} of {full_total} samples");
+                let warned = v["warnings"].as_array().is_some_and(|w| !w.is_empty());
+                assert!(
+                    warned || !err.is_empty(),
+                    "a cut file is reported without a warning"
+                );
+            }
+            Some(c) if c != 101 => {
+                assert!(err.contains(&file.display().to_string()), "{err}")
+            }
+            c => panic!("exit {c:?}: {err}"),
+        }
+    }
+}
