@@ -123,7 +123,15 @@ impl Program {
         }
         let mut image_offset: u64 = 0;
         let mut subs = Vec::with_capacity(n);
+        let mut unnamed = Vec::new();
         for i in 0..n {
+            if self.btf.is_some()
+                && self.info.func_info.get(i).is_some()
+                && self.btf_func_name(i).is_none()
+            {
+                unnamed.push(i);
+            }
+            let info = &self.info;
             let func_name = match self.btf_func_name(i) {
                 Some(name) => name.to_string(),
                 None if n == 1 => info.name.clone(),
@@ -140,6 +148,12 @@ impl Program {
                 image_offset: u32::try_from(image_offset).unwrap_or(u32::MAX),
             });
             image_offset += u64::from(len);
+        }
+        if !unnamed.is_empty() {
+            self.warnings.push(format!(
+                "program {}: func_info of sub-programs {unnamed:?} names no BTF FUNC type; their names fall back to the program name or \"F\"",
+                self.info.id
+            ));
         }
         subs
     }

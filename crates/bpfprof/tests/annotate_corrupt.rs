@@ -337,7 +337,6 @@ fn wrong_func_info_type_ids_still_give_code_and_no_wrong_name() {
 }
 
 #[test]
-#[ignore = "bug: func_info type ids that are not BTF FUNCs fall back to the name \"F\" silently (bpfinfo Program::build_subprogs), no warning"]
 fn wrong_func_info_type_ids_give_a_warning() {
     let Some(r) = rec() else { return };
     for (what, ty) in BAD_TYPE_IDS {

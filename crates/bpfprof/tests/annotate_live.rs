@@ -480,7 +480,6 @@ fn the_program_was_gone_when_annotate_ran() {
 /// perf's synthesized `bpf_prog_<prog_tags[0]>_<name>`. Annotate must call
 /// the function what report (and perf) call it.
 #[test]
-#[ignore = "bug: annotate's `symbol` (and report's BPF view sub names) use bpf_prog_<prog_tags[0]>_<name> for the main function; the recording (perf, kernel) names it bpf_prog_<program tag>_<name> when it was loaded during the recording, so annotate and report disagree"]
 fn a_program_loaded_during_the_recording_keeps_the_recorded_names() {
     if !support::live(true) {
         return;

@@ -374,7 +374,6 @@ fn sort_comm_agrees_with_perf() {
 }
 
 #[test]
-#[ignore = "bug: --sort pid groups by process (tgid); perf's pid key is the thread id (thread__tid), so a multi-threaded process is one row in ours, one per thread in perf's"]
 fn sort_pid_agrees_with_perf() {
     let Some(r) = rec() else { return };
     assert_sort_agrees(r, "pid");

@@ -236,7 +236,9 @@ fn annotate_bpf(
         .collect();
     hits.sort_by_key(|h| h.0);
     let mut a = Annotation {
-        symbol: sp.ksym_name.clone(),
+        // The name the recording gave this code (the kernel's, or perf's
+        // synthesized one): report rows use it too, so the two agree.
+        symbol: name.clone(),
         dso: name.clone(),
         bpf: Some(BpfRef {
             prog_id: id,

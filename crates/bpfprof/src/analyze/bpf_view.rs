@@ -130,7 +130,7 @@ pub fn summarize(p: &Profile) -> Option<BpfSummary> {
                 .into_iter()
                 .map(|(index, (name, sc))| SubSummary {
                     index,
-                    name: sub_name(info, rec, index).unwrap_or(name),
+                    name,
                     samples: sc.samples,
                     percent: pct(p, sc),
                 })
@@ -190,17 +190,6 @@ fn short_name(ksym: &str) -> String {
     ksym.strip_prefix("bpf_prog_")
         .and_then(|r| r.split_once('_'))
         .map_or_else(|| ksym.to_string(), |(_, n)| n.to_string())
-}
-
-fn sub_name(
-    info: Option<&perfdata::BpfProgInfo>,
-    rec: Option<&super::profile::ProgRecord>,
-    index: u32,
-) -> Option<String> {
-    let prog = bpfinfo::Program::new(info?.clone(), rec?.btf.as_deref());
-    prog.subprogs()
-        .get(index as usize)
-        .map(|s| s.ksym_name.clone())
 }
 
 /// The one program an image serves: a trampoline's key is

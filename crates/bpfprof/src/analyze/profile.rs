@@ -18,7 +18,10 @@ use crate::symbolize::{BpfSymbols, CommId, DsoKind, Frame, Loc, Symbolizer};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RowKey {
     pub comm: CommId,
+    /// Process id (what `--pid` filters on).
     pub pid: u32,
+    /// Thread id: perf's `pid` sort key is the thread.
+    pub tid: u32,
     pub frame: Frame,
 }
 
@@ -213,9 +216,9 @@ impl Profile {
         // The pass settles each address to a location; symbols are looked
         // up once per distinct location afterwards, when the background
         // loads are done.
-        let mut loc_rows: FxHashMap<(CommId, u32, Loc), Counts> = FxHashMap::default();
+        let mut loc_rows: FxHashMap<(CommId, u32, u32, Loc), Counts> = FxHashMap::default();
         let mut loc_stacks: Stacks<Loc> = Stacks::default();
-        let mut loc_chains: FxHashMap<(CommId, u32, Loc, u32), Counts> = FxHashMap::default();
+        let mut loc_chains: FxHashMap<(CommId, u32, u32, Loc, u32), Counts> = FxHashMap::default();
         let (tx, rx) = std::sync::mpsc::sync_channel(4);
         std::thread::scope(|scope| -> Result<()> {
             scope.spawn(|| super::events::stream(file, opts.callchains, tx));
@@ -245,7 +248,10 @@ impl Profile {
                             let comm = p.sym.threads.comm_of(pid, tid);
                             let loc = p.sym.locate(pid, ip, kernel);
                             let period = period.max(1);
-                            loc_rows.entry((comm, pid, loc)).or_default().add(period);
+                            loc_rows
+                                .entry((comm, pid, tid, loc))
+                                .or_default()
+                                .add(period);
                             p.total.add(period);
                             if let (true, Loc::Bpf(b)) = (opts.ip_hits, loc) {
                                 let off = (ip - p.sym.bpf.syms[b as usize].addr) as u32;
@@ -262,7 +268,7 @@ impl Profile {
                                     node = loc_stacks.child(node, l);
                                 }
                                 loc_chains
-                                    .entry((comm, pid, loc, node))
+                                    .entry((comm, pid, tid, loc, node))
                                     .or_default()
                                     .add(period);
                             }
@@ -327,9 +333,17 @@ impl Profile {
                 kallsyms_path.display()
             ));
         }
-        for ((comm, pid, loc), c) in loc_rows {
+        for ((comm, pid, tid, loc), c) in loc_rows {
             let frame = p.sym.frame(loc);
-            let row = p.rows.entry(RowKey { comm, pid, frame }).or_default();
+            let row = p
+                .rows
+                .entry(RowKey {
+                    comm,
+                    pid,
+                    tid,
+                    frame,
+                })
+                .or_default();
             row.samples += c.samples;
             row.period += c.period;
             if opts.ip_hits {
@@ -358,11 +372,19 @@ impl Profile {
             let f = p.sym.frame(loc);
             frame_node[i] = p.stacks.child(frame_node[parent as usize], f);
         }
-        for ((comm, pid, loc, node), c) in loc_chains {
+        for ((comm, pid, tid, loc, node), c) in loc_chains {
             let frame = p.sym.frame(loc);
             let e = p
                 .chains
-                .entry((RowKey { comm, pid, frame }, frame_node[node as usize]))
+                .entry((
+                    RowKey {
+                        comm,
+                        pid,
+                        tid,
+                        frame,
+                    },
+                    frame_node[node as usize],
+                ))
                 .or_default();
             e.samples += c.samples;
             e.period += c.period;

@@ -249,6 +249,7 @@ struct JsonRow {
     samples: u64,
     period: u64,
     comm: Option<String>,
+    /// With `--sort pid`: the thread id, which is what perf's pid key is.
     pid: Option<u32>,
     dso: Option<String>,
     symbol: Option<String>,
@@ -285,7 +286,7 @@ pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Res
                 samples: r.counts.samples,
                 period: r.counts.period,
                 comm: has(SortKey::Comm).then(|| p.sym.threads.comms[r.key.comm as usize].clone()),
-                pid: has(SortKey::Pid).then_some(r.key.pid),
+                pid: has(SortKey::Pid).then_some(r.key.tid),
                 dso: has(SortKey::Dso).then(|| p.sym.dsos[r.key.frame.dso as usize].short.clone()),
                 symbol: has(SortKey::Sym).then(|| s.name.clone()),
                 kernel: p.sym.dsos[s.dso as usize].is_kernel(),

@@ -74,7 +74,7 @@ pub fn group_key(keys: &[SortKey], p: &Profile, k: &RowKey) -> [u64; 5] {
     for (slot, key) in out.iter_mut().zip(keys) {
         *slot = match key {
             SortKey::Comm => k.comm as u64,
-            SortKey::Pid => k.pid as u64,
+            SortKey::Pid => k.tid as u64,
             SortKey::Dso => k.frame.dso as u64,
             SortKey::Sym => k.frame.sym as u64,
             SortKey::BpfProg => bpf_prog_of(p, k).map_or(u64::MAX, |(id, _)| id as u64),
@@ -128,7 +128,7 @@ fn tie_order(p: &Profile, keys: &[SortKey], a: &RowKey, b: &RowKey) -> std::cmp:
     for key in keys {
         let o = match key {
             SortKey::Comm => comm(a).cmp(comm(b)),
-            SortKey::Pid => a.pid.cmp(&b.pid),
+            SortKey::Pid => a.tid.cmp(&b.tid),
             SortKey::Dso => p.sym.dsos[a.frame.dso as usize]
                 .short
                 .cmp(&p.sym.dsos[b.frame.dso as usize].short),
@@ -192,7 +192,7 @@ pub fn column(p: &Profile, key: SortKey, k: &RowKey) -> String {
     let comm = || p.sym.threads.comms[k.comm as usize].clone();
     match key {
         SortKey::Comm => comm(),
-        SortKey::Pid => format!("{}:{}", k.pid, comm()),
+        SortKey::Pid => format!("{}:{}", k.tid, comm()),
         SortKey::Dso => p.sym.dsos[k.frame.dso as usize].short.clone(),
         SortKey::Sym => {
             let s = &p.sym.syms[k.frame.sym as usize];
