@@ -3,7 +3,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::{CommId, DsoId, Frame};
+use super::{CommId, DsoId};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Map {
@@ -17,7 +17,6 @@ pub struct Map {
 struct Process {
     /// Sorted by start, non-overlapping.
     maps: Vec<Map>,
-    cache: FxHashMap<u64, Frame>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -91,13 +90,7 @@ impl Threads {
                 .get(&ppid)
                 .map(|p| p.maps.clone())
                 .unwrap_or_default();
-            self.processes.insert(
-                pid,
-                Process {
-                    maps,
-                    cache: FxHashMap::default(),
-                },
-            );
+            self.processes.insert(pid, Process { maps });
         }
     }
 
@@ -109,7 +102,6 @@ impl Threads {
     /// Add a mapping, replacing whatever it overlaps.
     pub fn mmap(&mut self, pid: u32, m: Map) {
         let p = self.processes.entry(pid).or_default();
-        p.cache.clear();
         let mut out = Vec::with_capacity(p.maps.len() + 2);
         for &old in &p.maps {
             if old.end <= m.start || old.start >= m.end {
@@ -140,14 +132,6 @@ impl Threads {
         let i = p.maps.partition_point(|m| m.start <= addr).checked_sub(1)?;
         let m = p.maps[i];
         (addr < m.end).then_some(m)
-    }
-
-    pub fn cached(&self, pid: u32, addr: u64) -> Option<Frame> {
-        self.processes.get(&pid)?.cache.get(&addr).copied()
-    }
-
-    pub fn cache(&mut self, pid: u32, addr: u64, f: Frame) {
-        self.processes.entry(pid).or_default().cache.insert(addr, f);
     }
 
     /// The last command recorded for a thread.
