@@ -95,4 +95,54 @@ fn flat_report_agrees_with_perf_on_a_perf_recording_with_bpf() {
         subs.iter().any(|s| s["index"].as_u64() == Some(1)),
         "sub-program 1 got samples: {unloaded}"
     );
+
+    // Both programs' `work` has the same code, hence the same name, so
+    // perf (and our dso,sym table) shows one row for the two. Per program,
+    // the samples must still split by program: the bpf_prog rows of the two
+    // programs add up to perf's rows of their functions, and each matches
+    // the BPF view's count for that program.
+    let by_prog = support::stdout(
+        support::bpfprof()
+            .args(["report", "--sort", "bpf_prog", "--json", "-i"])
+            .arg(&data),
+    );
+    let by_prog: serde_json::Value = serde_json::from_str(&by_prog).unwrap();
+    let prog_samples = |id: u32| -> u64 {
+        by_prog["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["bpf_prog_id"].as_u64() == Some(id as u64))
+            .map(|r| r["samples"].as_u64().unwrap())
+            .sum()
+    };
+    let view_samples = |id: u32| -> u64 {
+        progs
+            .iter()
+            .find(|p| p["id"].as_u64() == Some(id as u64))
+            .map_or(0, |p| p["samples"].as_u64().unwrap())
+    };
+    let before_id = before.id();
+    for id in [before_id, during_id] {
+        assert_eq!(
+            prog_samples(id),
+            view_samples(id),
+            "program {id}: --sort bpf_prog vs --bpf"
+        );
+    }
+    let perf_bpf: u64 = theirs
+        .iter()
+        .filter(|r| {
+            r.dso.starts_with("bpf_prog_")
+                && (r.dso.ends_with("_work")
+                    || r.dso.ends_with("_rep_before")
+                    || r.dso.ends_with("_rep_during"))
+        })
+        .map(|r| r.samples)
+        .sum();
+    assert_eq!(
+        prog_samples(before_id) + prog_samples(during_id),
+        perf_bpf,
+        "the two programs' samples vs perf's rows of their functions"
+    );
 }

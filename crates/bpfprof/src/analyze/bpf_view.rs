@@ -67,14 +67,10 @@ fn pct(p: &Profile, c: Counts) -> f64 {
 
 /// Summarize the BPF part of a profile; `None` when it has no BPF samples.
 pub fn summarize(p: &Profile) -> Option<BpfSummary> {
-    let mut by_sym: BTreeMap<BpfSymId, Counts> = BTreeMap::new();
-    for (k, c) in &p.rows {
-        if let Some(b) = p.sym.syms[k.frame.sym as usize].bpf {
-            let e = by_sym.entry(b).or_default();
-            e.samples += c.samples;
-            e.period += c.period;
-        }
-    }
+    // Per registration, not per report row: programs whose functions
+    // share a name (same bytecode, same tag) share a row, as in perf, but
+    // each program is charged only its own samples here.
+    let by_sym: BTreeMap<BpfSymId, Counts> = p.bpf_samples.iter().map(|(&b, &c)| (b, c)).collect();
     if by_sym.is_empty() {
         return None;
     }

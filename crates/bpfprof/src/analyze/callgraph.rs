@@ -54,7 +54,11 @@ pub fn print(
     let mut frames: Vec<SymId> = Vec::with_capacity(64);
     for (node, c) in stacks {
         frames.clear();
-        frames.extend(p.stacks.frames(*node).map(|f| f.sym));
+        frames.extend(
+            p.stacks
+                .frames(*node)
+                .map(|f| p.sym.syms[f.sym as usize].group),
+        );
         if order == CallOrder::Caller {
             frames.reverse();
         }

@@ -125,6 +125,8 @@ pub struct Profile {
     /// `ip_hits`. Kept per registration, not per symbol: programs with the
     /// same name share a report row but each has its own image.
     pub bpf_hits: FxHashMap<(crate::symbolize::BpfSymId, u32), Counts>,
+    /// Samples per BPF registration (the BPF view's unit).
+    pub bpf_samples: FxHashMap<crate::symbolize::BpfSymId, Counts>,
     pub warnings: Vec<String>,
 }
 
@@ -209,6 +211,7 @@ impl Profile {
             progs,
             ip_hits: FxHashMap::default(),
             bpf_hits: FxHashMap::default(),
+            bpf_samples: FxHashMap::default(),
             warnings,
         };
         let mut progress = crate::progress::Progress::new(opts.progress, file.data_size());
@@ -253,9 +256,12 @@ impl Profile {
                                 .or_default()
                                 .add(period);
                             p.total.add(period);
-                            if let (true, Loc::Bpf(b)) = (opts.ip_hits, loc) {
-                                let off = (ip - p.sym.bpf.syms[b as usize].addr) as u32;
-                                p.bpf_hits.entry((b, off)).or_default().add(period);
+                            if let Loc::Bpf(b) = loc {
+                                p.bpf_samples.entry(b).or_default().add(period);
+                                if opts.ip_hits {
+                                    let off = (ip - p.sym.bpf.syms[b as usize].addr) as u32;
+                                    p.bpf_hits.entry((b, off)).or_default().add(period);
+                                }
                             }
                             p.first_time = p.first_time.min(time);
                             p.last_time = p.last_time.max(time);

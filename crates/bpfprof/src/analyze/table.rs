@@ -76,7 +76,7 @@ pub fn group_key(keys: &[SortKey], p: &Profile, k: &RowKey) -> [u64; 5] {
             SortKey::Comm => k.comm as u64,
             SortKey::Pid => k.tid as u64,
             SortKey::Dso => k.frame.dso as u64,
-            SortKey::Sym => k.frame.sym as u64,
+            SortKey::Sym => p.sym.syms[k.frame.sym as usize].group as u64,
             SortKey::BpfProg => bpf_prog_of(p, k).map_or(u64::MAX, |(id, _)| id as u64),
         };
     }

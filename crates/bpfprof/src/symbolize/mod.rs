@@ -85,6 +85,11 @@ pub struct Sym {
     pub start: u64,
     /// The BPF registration this symbol came from.
     pub bpf: Option<BpfSymId>,
+    /// The symbol report rows group under. Itself, except that BPF
+    /// functions of different programs with the same name (same code, so
+    /// the same tag) are separate symbols, each charged to its own program,
+    /// but share one row, as in perf.
+    pub group: SymId,
 }
 
 /// One resolved frame.
@@ -123,6 +128,8 @@ pub struct Symbolizer {
     bpf_frames: Vec<Option<Frame>>,
     pub threads: Threads,
     frames: FxHashMap<Loc, Frame>,
+    /// The group symbol of each BPF DSO (a BPF DSO is a function name).
+    bpf_groups: FxHashMap<DsoId, SymId>,
     kernel_dso: Option<DsoId>,
     loader: Option<loader::Loader>,
     requested: Vec<bool>,
@@ -147,6 +154,7 @@ impl Symbolizer {
             bpf_frames: Vec::new(),
             threads: Threads::default(),
             frames: FxHashMap::default(),
+            bpf_groups: FxHashMap::default(),
             kernel_dso: None,
             loader: Some(loader::Loader::start(kallsyms)),
             requested: Vec::new(),
@@ -176,17 +184,28 @@ impl Symbolizer {
         start: u64,
         bpf: Option<BpfSymId>,
     ) -> SymId {
-        let key = (dso, if bpf.is_some() { 0 } else { start });
+        // A BPF function is keyed by its program and sub-program, so that
+        // per-program views stay exact; others by address, like perf.
+        let key = match bpf.and_then(|b| self.bpf.syms[b as usize].prog) {
+            Some((prog, sub)) => (dso, (1 << 63) | (u64::from(sub) << 32) | u64::from(prog)),
+            None if bpf.is_some() => (dso, (1 << 62) | u64::from(bpf.unwrap_or(0))),
+            None => (dso, start),
+        };
         if let Some(&id) = self.sym_index.get(&key) {
             return id;
         }
         let id = self.syms.len() as SymId;
+        let group = match bpf {
+            Some(_) => *self.bpf_groups.entry(dso).or_insert(id),
+            None => id,
+        };
         self.syms.push(Sym {
             name: name.to_string(),
             dso,
             resolved,
             start,
             bpf,
+            group,
         });
         self.sym_index.insert(key, id);
         id
