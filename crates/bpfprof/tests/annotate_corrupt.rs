@@ -18,27 +18,16 @@ use serde_json::Value;
 
 static REC: OnceLock<Recording> = OnceLock::new();
 
-extern "C" fn remove_recording() {
-    if let Some(r) = REC.get() {
-        let _ = std::fs::remove_dir_all(r.dir.path());
-    }
-}
-
 fn rec() -> Option<&'static Recording> {
-    if !support::live(true) {
-        return None;
-    }
-    Some(REC.get_or_init(|| {
-        // SAFETY: registers a plain function with no preconditions.
-        unsafe { libc::atexit(remove_recording) };
+    annotate_util::shared(&REC, || {
         let mut r = annotate_util::record_with_perf("ann_corrupt", 3, &[]);
         // Each case runs annotate several times: leave out the user-mode
         // samples, whose binaries are slow to symbolize.
-        let small = support::path(&r.dir, "kernel.data");
+        let small = r.dir.join("kernel.data");
         annotate_util::kernel_samples_only(&r.data, &small);
         r.data = small;
         r
-    }))
+    })
 }
 
 static N: AtomicUsize = AtomicUsize::new(0);
@@ -46,7 +35,7 @@ static N: AtomicUsize = AtomicUsize::new(0);
 /// A copy of the recording with its features edited.
 fn corrupt(r: &Recording, edit: impl FnOnce(&mut Features)) -> PathBuf {
     let n = N.fetch_add(1, Ordering::Relaxed);
-    let out = support::path(&r.dir, &format!("corrupt{n}.data"));
+    let out = r.dir.join(format!("corrupt{n}.data"));
     annotate_util::rewrite(&r.data, &out, edit);
     out
 }

@@ -15,23 +15,9 @@ use serde_json::Value;
 
 static REC: OnceLock<Recording> = OnceLock::new();
 
-extern "C" fn remove_recording() {
-    if let Some(r) = REC.get() {
-        let _ = std::fs::remove_dir_all(r.dir.path());
-    }
-}
-
-/// One recording for all the tests of this file (statics are not dropped,
-/// so the temporary directory is removed at exit).
+/// One recording for all the tests of this file.
 fn rec() -> Option<&'static Recording> {
-    if !support::live(true) {
-        return None;
-    }
-    Some(REC.get_or_init(|| {
-        // SAFETY: registers a plain function with no preconditions.
-        unsafe { libc::atexit(remove_recording) };
-        annotate_util::record_with_perf("ann_live", 7, &[])
-    }))
+    annotate_util::shared(&REC, || annotate_util::record_with_perf("ann_live", 7, &[]))
 }
 
 /// perf's name (from the recording's KSYMBOL) for sub-program `i`.
@@ -339,7 +325,7 @@ fn xlated_view_carries_the_loop_shares() {
     }
 
     // perf's file with the program's full info and BTF from the kernel.
-    let full = support::path(&r.dir, "full.data");
+    let full = r.dir.join("full.data");
     annotate_util::rewrite(&r.data, &full, |feats| {
         let infos = feats.bpf_prog_info.as_mut().unwrap();
         let slot = infos.iter_mut().find(|i| i.id == r.id).unwrap();

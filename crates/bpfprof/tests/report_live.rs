@@ -18,30 +18,12 @@ use serde_json::Value;
 
 static REC: OnceLock<Recording> = OnceLock::new();
 
-extern "C" fn remove_recording() {
-    if std::env::var_os("BPFPROF_KEEP_RECORDING").is_some() {
-        return;
-    }
-    if let Some(r) = REC.get() {
-        let _ = std::fs::remove_dir_all(r.dir.path());
-    }
-}
-
 /// `perf record -a -g -F 2999` of a generated program called through
 /// getpid from a thread of this test; the program is unloaded afterwards.
 fn rec() -> Option<&'static Recording> {
-    if !support::live(true) {
-        return None;
-    }
-    Some(REC.get_or_init(|| {
-        // SAFETY: registers a plain function with no preconditions.
-        unsafe { libc::atexit(remove_recording) };
-        let r = annotate_util::record_with_perf("rep_live", 5, &["-g"]);
-        if std::env::var_os("BPFPROF_KEEP_RECORDING").is_some() {
-            eprintln!("recording kept: {}", r.data.display());
-        }
-        r
-    }))
+    annotate_util::shared(&REC, || {
+        annotate_util::record_with_perf("rep_live", 5, &["-g"])
+    })
 }
 
 /// A report row: key columns joined by " | ", with percentages.

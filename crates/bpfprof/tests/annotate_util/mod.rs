@@ -19,7 +19,9 @@ use crate::support;
 /// A recording made by Linux perf while a generated program ran, and what
 /// the kernel said about the program before it was unloaded.
 pub struct Recording {
-    pub dir: tempfile::TempDir,
+    /// A folder of its own under cargo's per-target temporary directory,
+    /// emptied when the recording is made and left for inspection after.
+    pub dir: PathBuf,
     /// perf's file.
     pub data: PathBuf,
     pub prog: TestProg,
@@ -113,9 +115,25 @@ pub fn record_with_perf_loading_during(name: &str, seed: u32) -> Recording {
     record(name, seed, &[], true)
 }
 
+/// One recording shared by every test of a file, made on first use (or
+/// `None` when the live tests cannot run here; see [`support::live`]).
+pub fn shared(
+    cell: &'static std::sync::OnceLock<Recording>,
+    make: impl FnOnce() -> Recording,
+) -> Option<&'static Recording> {
+    if !support::live(true) {
+        return None;
+    }
+    Some(cell.get_or_init(make))
+}
+
 fn record(name: &str, seed: u32, perf_args: &[&str], load_during: bool) -> Recording {
-    let dir = support::tempdir();
-    let data = support::path(&dir, "perf.data");
+    // Not a TempDir: statics are never dropped, and a fixed place per
+    // recording lets a failing test's file be looked at.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("recording-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("make the recording's folder");
+    let data = dir.join("perf.data");
     let mut perf = Command::new("perf");
     perf.args(["record", "-a", "-F", "2999"])
         .args(perf_args)
