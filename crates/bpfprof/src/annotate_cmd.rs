@@ -2,18 +2,16 @@
 //! time goes.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 
+use crate::input_args::InputArgs;
 use anyhow::{bail, Context, Result};
 use bpfprof::analyze::annotate::{self, AnnotateOptions, Selection, Target};
 use bpfprof::analyze::annotate_render::{self, RenderOptions};
-use bpfprof::analyze::{Profile, ProfileOptions};
 
 #[derive(Debug, clap::Args)]
 pub struct AnnotateArgs {
-    /// Input file.
-    #[arg(short = 'i', long = "input", default_value = "perf.data")]
-    pub input: PathBuf,
+    #[command(flatten)]
+    pub input: InputArgs,
     /// A symbol: `bpf_prog_<tag>_<func>`, a BPF function name, or a kernel
     /// or user function. Without it (and without --prog), the 5 hottest BPF
     /// programs are annotated.
@@ -33,39 +31,18 @@ pub struct AnnotateArgs {
     /// How many BPF programs to annotate when none is named.
     #[arg(long, default_value_t = 5)]
     pub top: usize,
-    /// Kernel symbols from this file instead of /proc/kallsyms.
-    #[arg(long)]
-    pub kallsyms: Option<PathBuf>,
-    /// Look for binaries under this directory.
-    #[arg(long)]
-    pub symfs: Option<PathBuf>,
     /// Color hot instructions even when stdout is not a terminal.
     #[arg(long)]
     pub color: bool,
-    /// Accepted for perf compatibility.
-    #[arg(long, hide = true)]
-    pub stdio: bool,
 }
 
 pub fn run(a: &AnnotateArgs) -> Result<()> {
-    let file = perfdata::PerfFile::open(&a.input).with_context(|| {
-        format!(
-            "cannot read {} (record one with `bpfprof record`)",
-            a.input.display()
-        )
-    })?;
-    let profile = Profile::build(
-        &file,
-        &ProfileOptions {
-            callchains: false,
-            kallsyms: a.kallsyms.clone(),
-            symfs: a.symfs.clone(),
-            progress: !a.json,
-            ip_hits: true,
-        },
-    )?;
+    let (file, profile) = a.input.profile(false, true, !a.json)?;
     if profile.total.samples == 0 {
-        bail!("{} has no samples: nothing to annotate", a.input.display());
+        bail!(
+            "{} has no samples: nothing to annotate",
+            a.input.input.display()
+        );
     }
     let sel = match (&a.symbol, a.prog) {
         (Some(s), _) => Selection::Symbol(s.clone()),

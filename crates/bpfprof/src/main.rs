@@ -2,6 +2,7 @@
 
 mod annotate_cmd;
 mod bpf_cmd;
+mod input_args;
 mod record_cmd;
 mod report_cmd;
 

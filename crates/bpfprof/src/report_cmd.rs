@@ -1,19 +1,17 @@
 //! `bpfprof report`: where the CPU went.
 
 use std::io::Write;
-use std::path::PathBuf;
 
+use crate::input_args::InputArgs;
 use anyhow::{Context, Result};
 use bpfprof::analyze::callgraph::CallOrder;
 use bpfprof::analyze::render::{self, ReportOptions};
 use bpfprof::analyze::table::{Filters, SortKey};
-use bpfprof::analyze::{Profile, ProfileOptions};
 
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
-    /// Input file.
-    #[arg(short = 'i', long = "input", default_value = "perf.data")]
-    pub input: PathBuf,
+    #[command(flatten)]
+    pub input: InputArgs,
     /// Sort (group) by these keys, comma-separated: comm, pid, dso, sym, bpf_prog.
     #[arg(
         short = 's',
@@ -52,35 +50,11 @@ pub struct ReportArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Kernel symbols from this file instead of /proc/kallsyms.
-    #[arg(long)]
-    pub kallsyms: Option<PathBuf>,
-    /// Look for binaries under this directory.
-    #[arg(long)]
-    pub symfs: Option<PathBuf>,
-    /// Accepted for perf compatibility; output is always plain text.
-    #[arg(long, hide = true)]
-    pub stdio: bool,
 }
 
 pub fn run(a: &ReportArgs) -> Result<()> {
     let callchains = a.children || a.call_graph.is_some();
-    let file = perfdata::PerfFile::open(&a.input).with_context(|| {
-        format!(
-            "cannot read {} (record one with `bpfprof record`)",
-            a.input.display()
-        )
-    })?;
-    let profile = Profile::build(
-        &file,
-        &ProfileOptions {
-            callchains,
-            kallsyms: a.kallsyms.clone(),
-            symfs: a.symfs.clone(),
-            progress: !a.json,
-            ip_hits: false,
-        },
-    )?;
+    let (_file, profile) = a.input.profile(callchains, false, !a.json)?;
     let opts = ReportOptions {
         keys: a.sort.clone(),
         filters: Filters {

@@ -10,13 +10,17 @@ use crate::symbolize::DsoKind;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SortKey {
+    /// The thread's command at the time of the sample.
     Comm,
+    /// The thread id and command (perf's pid key is the thread).
     Pid,
+    /// The shared object: a binary, the kernel, a module or a BPF function.
     Dso,
+    /// The function.
     #[value(alias = "symbol")]
     Sym,
-    /// Spelled as in the JSON `sort` field and the docs; clap's default
-    /// would be `bpf-prog` only.
+    /// The BPF program (id and name); `-` outside BPF code.
+    // Spelled with an underscore, as in the docs and the JSON output.
     #[value(name = "bpf_prog", alias = "bpf-prog")]
     BpfProg,
 }

@@ -1,0 +1,51 @@
+//! What `report` and `annotate` share: the recording to read and where
+//! symbols come from.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use bpfprof::analyze::{Profile, ProfileOptions};
+
+#[derive(Debug, clap::Args)]
+pub struct InputArgs {
+    /// Input file.
+    #[arg(short = 'i', long = "input", default_value = "perf.data")]
+    pub input: PathBuf,
+    /// Kernel symbols from this file instead of /proc/kallsyms.
+    #[arg(long)]
+    pub kallsyms: Option<PathBuf>,
+    /// Look for binaries under this directory.
+    #[arg(long)]
+    pub symfs: Option<PathBuf>,
+    /// Accepted for perf compatibility; output is always plain text.
+    #[arg(long, hide = true)]
+    pub stdio: bool,
+}
+
+impl InputArgs {
+    /// Open the recording and build its profile.
+    pub fn profile(
+        &self,
+        callchains: bool,
+        ip_hits: bool,
+        progress: bool,
+    ) -> Result<(perfdata::PerfFile, Profile)> {
+        let file = perfdata::PerfFile::open(&self.input).with_context(|| {
+            format!(
+                "cannot read {} (record one with `bpfprof record`)",
+                self.input.display()
+            )
+        })?;
+        let profile = Profile::build(
+            &file,
+            &ProfileOptions {
+                callchains,
+                kallsyms: self.kallsyms.clone(),
+                symfs: self.symfs.clone(),
+                progress,
+                ip_hits,
+            },
+        )?;
+        Ok((file, profile))
+    }
+}
