@@ -20,11 +20,7 @@ pub enum Event {
         /// Range of this sample's callchain in [`Batch::chains`].
         chain: (u32, u32),
     },
-    Comm {
-        pid: u32,
-        tid: u32,
-        comm: String,
-    },
+    Comm(Box<CommEvent>),
     Fork {
         pid: u32,
         ppid: u32,
@@ -35,21 +31,8 @@ pub enum Event {
         pid: u32,
         tid: u32,
     },
-    Mmap {
-        pid: u32,
-        addr: u64,
-        len: u64,
-        pgoff: u64,
-        name: String,
-        build_id: Option<Vec<u8>>,
-    },
-    Ksymbol {
-        addr: u64,
-        len: u32,
-        unregister: bool,
-        name: String,
-        time: u64,
-    },
+    Mmap(Box<MmapEvent>),
+    Ksymbol(Box<KsymbolEvent>),
     BpfProg {
         load: bool,
         id: u32,
@@ -60,6 +43,30 @@ pub enum Event {
     },
     Lost(u64),
     LostSamples(u64),
+}
+
+/// Rare records are boxed, so the per-sample events stay small.
+pub struct CommEvent {
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+}
+
+pub struct MmapEvent {
+    pub pid: u32,
+    pub addr: u64,
+    pub len: u64,
+    pub pgoff: u64,
+    pub name: String,
+    pub build_id: Option<Vec<u8>>,
+}
+
+pub struct KsymbolEvent {
+    pub addr: u64,
+    pub len: u32,
+    pub unregister: bool,
+    pub name: String,
+    pub time: u64,
 }
 
 #[derive(Default)]
@@ -114,11 +121,11 @@ pub fn stream(file: &PerfFile, callchains: bool, tx: SyncSender<Result<Batch, pe
                     chain: (start, batch.chains.len() as u32),
                 }
             }
-            Record::Comm(c) => Event::Comm {
+            Record::Comm(c) => Event::Comm(Box::new(CommEvent {
                 pid: c.pid,
                 tid: c.tid,
                 comm: text(c.comm),
-            },
+            })),
             Record::Fork(f) => Event::Fork {
                 pid: f.pid,
                 ppid: f.ppid,
@@ -129,15 +136,15 @@ pub fn stream(file: &PerfFile, callchains: bool, tx: SyncSender<Result<Batch, pe
                 pid: f.pid,
                 tid: f.tid,
             },
-            Record::Mmap(m) => Event::Mmap {
+            Record::Mmap(m) => Event::Mmap(Box::new(MmapEvent {
                 pid: m.pid,
                 addr: m.addr,
                 len: m.len,
                 pgoff: m.pgoff,
                 name: text(m.filename),
                 build_id: None,
-            },
-            Record::Mmap2(m) => Event::Mmap {
+            })),
+            Record::Mmap2(m) => Event::Mmap(Box::new(MmapEvent {
                 pid: m.pid,
                 addr: m.addr,
                 len: m.len,
@@ -147,17 +154,17 @@ pub fn stream(file: &PerfFile, callchains: bool, tx: SyncSender<Result<Batch, pe
                     perfdata::FileId::BuildId(b) => Some(b.to_vec()),
                     _ => None,
                 },
-            },
+            })),
             Record::Ksymbol(k)
                 if k.ksym_type == ksym::TYPE_BPF || k.ksym_type == ksym::TYPE_OOL =>
             {
-                Event::Ksymbol {
+                Event::Ksymbol(Box::new(KsymbolEvent {
                     addr: k.addr,
                     len: k.len,
                     unregister: k.is_unregister(),
                     name: text(k.name),
                     time: sid.time,
-                }
+                }))
             }
             Record::BpfEvent(b) => Event::BpfProg {
                 load: b.type_ == perfdata::bpf_event::PROG_LOAD,

@@ -279,9 +279,7 @@ impl Profile {
                                     .add(period);
                             }
                         }
-                        Event::Comm { pid, tid, ref comm } => {
-                            p.sym.threads.set_comm(pid, tid, comm)
-                        }
+                        Event::Comm(ref c) => p.sym.threads.set_comm(c.pid, c.tid, &c.comm),
                         Event::Fork {
                             pid,
                             ppid,
@@ -289,25 +287,14 @@ impl Profile {
                             ptid,
                         } => p.sym.threads.fork(pid, ppid, tid, ptid),
                         Event::Exit { pid, tid } => p.sym.threads.exit(pid, tid),
-                        Event::Mmap {
-                            pid,
-                            addr,
-                            len,
-                            pgoff,
-                            ref name,
-                            ref build_id,
-                        } => p.map(pid, addr, len, pgoff, name, build_id.clone()),
-                        Event::Ksymbol {
-                            addr,
-                            len,
-                            unregister,
-                            ref name,
-                            time,
-                        } => {
-                            if unregister {
-                                p.sym.bpf.unregister(addr, name, time);
-                            } else if len > 0 {
-                                p.sym.bpf.register(addr, len, name, time);
+                        Event::Mmap(ref m) => {
+                            p.map(m.pid, m.addr, m.len, m.pgoff, &m.name, m.build_id.clone())
+                        }
+                        Event::Ksymbol(ref k) => {
+                            if k.unregister {
+                                p.sym.bpf.unregister(k.addr, &k.name, k.time);
+                            } else if k.len > 0 {
+                                p.sym.bpf.register(k.addr, k.len, &k.name, k.time);
                             }
                         }
                         Event::BpfProg {
@@ -339,6 +326,10 @@ impl Profile {
                 kallsyms_path.display()
             ));
         }
+        // In address order, so that the symbol tables are walked forward
+        // rather than probed at random.
+        let mut loc_rows: Vec<_> = loc_rows.into_iter().collect();
+        loc_rows.sort_unstable_by_key(|&((_, _, _, loc), _)| loc);
         for ((comm, pid, tid, loc), c) in loc_rows {
             let frame = p.sym.frame(loc);
             let row = p

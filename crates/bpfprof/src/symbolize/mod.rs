@@ -102,7 +102,7 @@ pub struct Frame {
 /// Where an address pointed at the time of its sample: everything that
 /// depends on time (live BPF programs, a process's mappings) is settled,
 /// while the symbol lookup itself waits until the sources are loaded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Loc {
     Kernel(u64),
     Bpf(BpfSymId),
