@@ -8,7 +8,14 @@ use std::path::Path;
 
 /// Read `len` bytes of kernel memory at `addr`, or say why not.
 pub fn read(path: &Path, addr: u64, len: usize) -> Result<Vec<u8>, String> {
-    let mut f = File::open(path).map_err(|e| format!("{}: {e} (needs root)", path.display()))?;
+    let mut f = File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!(
+            "{}: this kernel does not provide it (built without CONFIG_PROC_KCORE), so kernel code cannot be read",
+            path.display()
+        ),
+        std::io::ErrorKind::PermissionDenied => format!("{}: {e}: run as root", path.display()),
+        _ => format!("{}: {e}", path.display()),
+    })?;
     let mut head = vec![0u8; 64 * 1024];
     let n = f
         .read(&mut head)
