@@ -3,6 +3,7 @@
 //! run from the BPF sub-program through the kernel to the user code.
 
 mod record_util;
+mod support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

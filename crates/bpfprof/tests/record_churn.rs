@@ -8,6 +8,7 @@
 //! the recorder.
 
 mod record_util;
+mod support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;

@@ -2,6 +2,7 @@
 //! exit codes like a shell, and valid files after a signal.
 
 mod record_util;
+mod support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;

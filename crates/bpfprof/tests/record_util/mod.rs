@@ -7,39 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::{has_perf, is_root, require};
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_bpfprof")
-}
-
-/// Skip (return false) with a reason, or fail when `CI` is set.
-pub fn require(ok: bool, why: &str) -> bool {
-    if ok {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("required for this test under CI: {why}");
-    }
-    eprintln!("SKIPPED: {why}");
-    false
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false)
-}
-
-fn has_perf() -> bool {
-    Command::new("perf")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
 }
 
 /// Root, Linux perf, and a loadable BPF test program.

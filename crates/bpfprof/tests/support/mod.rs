@@ -5,31 +5,41 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// Whether a live test can run. Without what it needs it prints why and
-/// skips, unless `CI` is set: then it fails, so a green CI run never hides
-/// a skipped core test.
-pub fn live(needs_perf: bool) -> bool {
-    let mut missing = Vec::new();
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let root = status
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .is_some_and(|l| l.split_whitespace().nth(2) == Some("0"));
-    if !root {
-        missing.push("root (to load BPF programs and sample the system)");
-    }
-    if needs_perf && Command::new("perf").arg("--version").output().is_err() {
-        missing.push("Linux perf (apt-get install linux-perf)");
-    }
-    if missing.is_empty() {
+/// Skip (return false) with a printed reason, or fail when `CI` is set:
+/// a green CI run never hides a skipped core test.
+pub fn require(ok: bool, why: &str) -> bool {
+    if ok {
         return true;
     }
-    let why = format!("live test needs {}", missing.join(" and "));
     if std::env::var_os("CI").is_some() {
-        panic!("{why} (CI is set, so this fails instead of skipping)");
+        panic!("required for this test under CI: {why}");
     }
     eprintln!("SKIPPED: {why}");
     false
+}
+
+pub fn is_root() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .is_some_and(|l| l.split_whitespace().nth(2) == Some("0"))
+}
+
+pub fn has_perf() -> bool {
+    Command::new("perf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Whether a live test can run: root (to load BPF programs and sample the
+/// system), and Linux perf when it is the oracle.
+pub fn live(needs_perf: bool) -> bool {
+    require(
+        is_root(),
+        "needs root (to load BPF programs and sample the system)",
+    ) && (!needs_perf || require(has_perf(), "needs Linux perf (apt-get install linux-perf)"))
 }
 
 pub fn bpfprof() -> Command {
