@@ -17,46 +17,63 @@ impl<'a> Cursor<'a> {
         Cursor { data, pos: 0, base }
     }
 
+    #[inline]
     pub fn offset(&self) -> u64 {
         self.base + self.pos as u64
     }
 
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.data.len() - self.pos
     }
 
+    #[inline]
     pub fn bytes(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
         if n > self.remaining() {
-            return Err(Error::parse(
-                self.offset(),
-                format!("{what}: need {n} bytes, only {} left", self.remaining()),
-            ));
+            return Err(self.short(n, what));
         }
         let s = &self.data[self.pos..self.pos + n];
         self.pos += n;
         Ok(s)
     }
 
+    // Kept out of line so the readers above stay small enough to inline
+    // into the record parsers' hot paths.
+    #[cold]
+    #[inline(never)]
+    fn short(&self, n: usize, what: &str) -> Error {
+        Error::parse(
+            self.offset(),
+            format!("{what}: need {n} bytes, only {} left", self.remaining()),
+        )
+    }
+
+    #[inline]
     pub fn skip(&mut self, n: usize, what: &str) -> Result<()> {
         self.bytes(n, what).map(|_| ())
     }
 
+    #[inline]
     pub fn u8(&mut self, what: &str) -> Result<u8> {
         Ok(self.bytes(1, what)?[0])
     }
 
+    #[inline]
     pub fn u16(&mut self, what: &str) -> Result<u16> {
         Ok(u16::from_le_bytes(self.bytes(2, what)?.try_into().unwrap()))
     }
 
+    #[inline]
     pub fn u32(&mut self, what: &str) -> Result<u32> {
         Ok(u32::from_le_bytes(self.bytes(4, what)?.try_into().unwrap()))
     }
 
+    #[inline]
     pub fn u64(&mut self, what: &str) -> Result<u64> {
         Ok(u64::from_le_bytes(self.bytes(8, what)?.try_into().unwrap()))
     }
 
+    #[inline]
     pub fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N]> {
         Ok(self.bytes(N, what)?.try_into().unwrap())
     }
