@@ -27,12 +27,14 @@ mod attr;
 mod attrs_index;
 mod bpf_prog_info;
 mod cursor;
+mod decompress;
 mod error;
 mod features;
 mod header;
 mod mmap;
 mod reader;
 mod record;
+mod records;
 mod writer;
 
 pub use attr::{event_type, flags, read_format, sample_type, sw, AttrEntry, EventAttr, ATTR_SIZE};
@@ -41,9 +43,10 @@ pub use bpf_prog_info::{array, hex, BpfProgInfo, FuncInfo, LineInfo, BPF_PROG_IN
 pub use error::{Error, Result};
 pub use features::{feature, BtfBlob, BuildIdEntry, Compressed, Features, NrCpus};
 pub use header::{FileHeader, Section};
-pub use reader::{PerfFile, RecordRef, Records};
+pub use reader::PerfFile;
 pub use record::{
     bpf_event, context, encode_record, ksym, misc, parse_record, record_type, AttrLookup, BpfEvent,
     Comm, FileId, ForkExit, Header, Ksymbol, Lost, Mmap, Mmap2, Record, Sample, SampleId,
 };
+pub use records::{RecordRef, Records};
 pub use writer::PerfFileWriter;
