@@ -5,16 +5,19 @@
 //!
 //! `sys` holds all the unsafe code; `ring` reads records out of the mmap
 //! rings; `events` opens them; `synthesize` and `bpf` describe the state at
-//! start; `sideband` follows BPF loads; `session` runs the recording.
+//! start; `sideband` follows BPF loads; `stats` measures their run time; `output`
+//! checks and rotates the file; `session` runs the recording.
 
 pub mod bpf;
 pub mod buildid;
 pub mod demo;
 pub mod events;
 pub mod features;
+mod output;
 pub mod ring;
 pub mod session;
 pub mod sideband;
+mod stats;
 pub mod synthesize;
 pub mod sys;
 

@@ -14,6 +14,8 @@ use perfdata::{misc, record_type, sample_type as st, EventAttr, PerfFileWriter, 
 
 use super::bpf::{self, BpfBook, SharedBook};
 use super::events::{self, Config, EventSpec, Opened, Target};
+use super::output::{check_output, rotate_old};
+use super::stats::BpfStats;
 use super::synthesize::{Dsos, Processes, Synth};
 use super::sys::{self, ExitStatus, ParkedChild};
 use super::{features, sideband};
@@ -132,59 +134,6 @@ enum End {
     ChildExited,
     TargetsExited,
     WriteFailed,
-}
-
-/// Check that `path` can be created, before anything starts.
-fn check_output(path: &Path) -> anyhow::Result<()> {
-    if path.is_dir() {
-        bail!("{}: is a directory; give -o a file name", path.display());
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let probe = dir.join(format!(
-        ".{}.bpfprof-probe-{}",
-        path.file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("perf.data"),
-        std::process::id()
-    ));
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-    {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(e) => Err(anyhow!(
-            "cannot write the output {}: {} (directory {})",
-            path.display(),
-            e,
-            dir.display()
-        )),
-    }
-}
-
-/// perf's habit: keep one previous recording as NAME.old.
-fn rotate_old(path: &Path) -> anyhow::Result<()> {
-    if std::fs::metadata(path)
-        .map(|m| m.len() > 0)
-        .unwrap_or(false)
-    {
-        let mut old = path.as_os_str().to_owned();
-        old.push(".old");
-        std::fs::rename(path, &old).with_context(|| {
-            format!(
-                "renaming {} to {}",
-                path.display(),
-                Path::new(&old).display()
-            )
-        })?;
-    }
-    Ok(())
 }
 
 /// Resolve a command like a shell: a name with a slash as is, else along
@@ -736,72 +685,5 @@ impl Stream {
                 next_checkpoint = now + Duration::from_secs(1);
             }
         }
-    }
-}
-
-/// Kernel BPF run-time statistics over the recording.
-struct BpfStats {
-    active: bool,
-    /// Held open to keep BPF_ENABLE_STATS on; closed at the end.
-    fd: Option<OwnedFd>,
-}
-
-impl BpfStats {
-    fn start(asked: bool) -> BpfStats {
-        let sysctl_on = std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled")
-            .map(|s| s.trim() == "1")
-            .unwrap_or(false);
-        let mut fd = None;
-        if asked && !sysctl_on {
-            match bpfinfo::sys::enable_stats() {
-                Ok(f) => {
-                    eprintln!(
-                        "bpfprof: BPF run-time stats on for this recording (BPF_ENABLE_STATS): every BPF program run costs ~20 ns more while they are on"
-                    );
-                    fd = Some(f);
-                }
-                Err(e) => eprintln!("bpfprof: cannot enable BPF run-time stats: {e}"),
-            }
-        }
-        BpfStats {
-            active: sysctl_on || fd.is_some(),
-            fd,
-        }
-    }
-
-    /// Put each program's run_cnt/run_time_ns delta over the recording into
-    /// its info (zero when stats were off), and say what they cost.
-    fn finish(self, book: &SharedBook) -> Option<String> {
-        let mut b = book.lock().unwrap();
-        let ids: Vec<u32> = b.progs.keys().copied().collect();
-        let mut runs = 0u64;
-        let mut ns = 0u64;
-        for id in ids {
-            let end = if self.active && !b.unloaded.contains(&id) {
-                bpf::current_stats(id)
-            } else {
-                None
-            };
-            let start = b.start_stats.get(&id).copied().unwrap_or((0, 0));
-            let p = b.progs.get_mut(&id).unwrap();
-            if !self.active {
-                p.run_cnt = 0;
-                p.run_time_ns = 0;
-                continue;
-            }
-            let (c, t) = end.unwrap_or((p.run_cnt, p.run_time_ns));
-            p.run_cnt = c.saturating_sub(start.0);
-            p.run_time_ns = t.saturating_sub(start.1);
-            runs += p.run_cnt;
-            ns += p.run_time_ns;
-        }
-        drop(self.fd);
-        self.active.then(|| {
-            format!(
-                "bpfprof: BPF stats over the recording: {runs} program runs, {:.3} ms in BPF programs; the stats themselves cost ~{:.3} ms (~20 ns per run)",
-                ns as f64 / 1e6,
-                runs as f64 * 20e-6
-            )
-        })
     }
 }
