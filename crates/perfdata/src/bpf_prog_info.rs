@@ -183,6 +183,120 @@ impl BpfProgInfo {
         hex(&self.tag)
     }
 
+    /// Where array `bit` lives in the info struct: its pointer's offset, its
+    /// count and record size as the scalars say, the smallest record size
+    /// that holds its fields, and its name for errors.
+    fn layout(&self, bit: u32) -> (usize, u32, u32, u32, &'static str) {
+        match bit {
+            array::JITED_INSNS => (
+                OFF_JITED_PROG_INSNS,
+                self.jited_prog_len,
+                1,
+                1,
+                "jited_insns",
+            ),
+            array::XLATED_INSNS => (
+                OFF_XLATED_PROG_INSNS,
+                self.xlated_prog_len,
+                1,
+                1,
+                "xlated_insns",
+            ),
+            array::MAP_IDS => (OFF_MAP_IDS, self.nr_map_ids, 4, 4, "map_ids"),
+            array::JITED_KSYMS => (OFF_JITED_KSYMS, self.nr_jited_ksyms, 8, 8, "jited_ksyms"),
+            array::JITED_FUNC_LENS => (
+                OFF_JITED_FUNC_LENS,
+                self.nr_jited_func_lens,
+                4,
+                4,
+                "jited_func_lens",
+            ),
+            array::FUNC_INFO => (
+                OFF_FUNC_INFO,
+                self.nr_func_info,
+                self.func_info_rec_size,
+                8,
+                "func_info",
+            ),
+            array::LINE_INFO => (
+                OFF_LINE_INFO,
+                self.nr_line_info,
+                self.line_info_rec_size,
+                16,
+                "line_info",
+            ),
+            array::JITED_LINE_INFO => (
+                OFF_JITED_LINE_INFO,
+                self.nr_jited_line_info,
+                self.jited_line_info_rec_size,
+                8,
+                "jited_line_info",
+            ),
+            _ => (OFF_PROG_TAGS, self.nr_prog_tags, 8, 8, "prog_tags"),
+        }
+    }
+
+    /// Store array `bit` (from [`array`]) decoded from `bytes`, records of
+    /// `rec` bytes each (at least the element's own size), set its count to
+    /// match and mark it captured. The one decoder of every array's layout,
+    /// for perf.data entries and for buffers filled by the kernel alike.
+    pub fn set_array(&mut self, bit: u32, bytes: &[u8], rec: usize) {
+        let recs = || bytes.chunks_exact(rec.max(1));
+        let n = |v: usize| v as u32;
+        match bit {
+            array::JITED_INSNS => {
+                self.jited_insns = bytes.to_vec();
+                self.jited_prog_len = n(bytes.len());
+            }
+            array::XLATED_INSNS => {
+                self.xlated_insns = bytes.to_vec();
+                self.xlated_prog_len = n(bytes.len());
+            }
+            array::MAP_IDS => {
+                self.map_ids = recs().map(|b| rd32(b, 0)).collect();
+                self.nr_map_ids = n(self.map_ids.len());
+            }
+            array::JITED_KSYMS => {
+                self.jited_ksyms = recs().map(|b| rd64(b, 0)).collect();
+                self.nr_jited_ksyms = n(self.jited_ksyms.len());
+            }
+            array::JITED_FUNC_LENS => {
+                self.jited_func_lens = recs().map(|b| rd32(b, 0)).collect();
+                self.nr_jited_func_lens = n(self.jited_func_lens.len());
+            }
+            array::FUNC_INFO => {
+                self.func_info = recs()
+                    .map(|b| FuncInfo {
+                        insn_off: rd32(b, 0),
+                        type_id: rd32(b, 4),
+                    })
+                    .collect();
+                self.nr_func_info = n(self.func_info.len());
+            }
+            array::LINE_INFO => {
+                self.line_info = recs()
+                    .map(|b| LineInfo {
+                        insn_off: rd32(b, 0),
+                        file_name_off: rd32(b, 4),
+                        line_off: rd32(b, 8),
+                        line_col: rd32(b, 12),
+                    })
+                    .collect();
+                self.nr_line_info = n(self.line_info.len());
+            }
+            array::JITED_LINE_INFO => {
+                self.jited_line_info = recs().map(|b| rd64(b, 0)).collect();
+                self.nr_jited_line_info = n(self.jited_line_info.len());
+            }
+            array::PROG_TAGS => {
+                self.prog_tags = recs().map(|b| b[..8].try_into().unwrap()).collect();
+                self.nr_prog_tags = n(self.prog_tags.len());
+            }
+            _ => return,
+        }
+        self.arrays |= 1 << bit;
+    }
+
     /// Decode one `perf_bpil` entry starting at `c`. `c` is left after it.
     pub(crate) fn read_bpil(c: &mut Cursor<'_>) -> Result<BpfProgInfo> {
         let start = c.offset();
@@ -198,6 +312,7 @@ impl BpfProgInfo {
             .copy_from_slice(&info[..info_len.min(BPF_PROG_INFO_SIZE)]);
         p.arrays = arrays & ((1 << array::COUNT) - 1);
 
+        let id = p.id;
         let slice = |ptr_off: usize, count: u32, size: u32, what: &str| -> Result<&[u8]> {
             let ptr = rd64(&full, ptr_off);
             let n = count as u64 * size as u64;
@@ -205,96 +320,28 @@ impl BpfProgInfo {
                 return Err(Error::parse(
                     data_off,
                     format!(
-                        "bpf_prog_info of prog {} (entry at {start:#x}): {what} array of {count}×{size} bytes at data+{ptr:#x} runs past data_len {data_len}",
-                        p.id
+                        "bpf_prog_info of prog {id} (entry at {start:#x}): {what} array of {count}×{size} bytes at data+{ptr:#x} runs past data_len {data_len}"
                     ),
                 ));
             }
             Ok(&data[ptr as usize..(ptr + n) as usize])
         };
-        let rec_size = |size: u32, min: u32, what: &str| -> Result<u32> {
-            if size < min {
+        for bit in 0..array::COUNT {
+            if !p.has(bit) {
+                continue;
+            }
+            let (ptr_off, count, rec, min, what) = p.layout(bit);
+            if rec < min {
                 return Err(Error::parse(
                     data_off,
                     format!(
-                        "bpf_prog_info of prog {}: {what} record size {size} < {min}",
+                        "bpf_prog_info of prog {}: {what} record size {rec} < {min}",
                         p.id
                     ),
                 ));
             }
-            Ok(size)
-        };
-
-        if p.has(array::JITED_INSNS) {
-            p.jited_insns =
-                slice(OFF_JITED_PROG_INSNS, p.jited_prog_len, 1, "jited_insns")?.to_vec();
-        }
-        if p.has(array::XLATED_INSNS) {
-            p.xlated_insns =
-                slice(OFF_XLATED_PROG_INSNS, p.xlated_prog_len, 1, "xlated_insns")?.to_vec();
-        }
-        if p.has(array::MAP_IDS) {
-            p.map_ids = slice(OFF_MAP_IDS, p.nr_map_ids, 4, "map_ids")?
-                .chunks_exact(4)
-                .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
-                .collect();
-        }
-        if p.has(array::JITED_KSYMS) {
-            p.jited_ksyms = slice(OFF_JITED_KSYMS, p.nr_jited_ksyms, 8, "jited_ksyms")?
-                .chunks_exact(8)
-                .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
-                .collect();
-        }
-        if p.has(array::JITED_FUNC_LENS) {
-            p.jited_func_lens = slice(
-                OFF_JITED_FUNC_LENS,
-                p.nr_jited_func_lens,
-                4,
-                "jited_func_lens",
-            )?
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
-            .collect();
-        }
-        if p.has(array::FUNC_INFO) {
-            let sz = rec_size(p.func_info_rec_size, 8, "func_info")?;
-            p.func_info = slice(OFF_FUNC_INFO, p.nr_func_info, sz, "func_info")?
-                .chunks_exact(sz as usize)
-                .map(|b| FuncInfo {
-                    insn_off: rd32(b, 0),
-                    type_id: rd32(b, 4),
-                })
-                .collect();
-        }
-        if p.has(array::LINE_INFO) {
-            let sz = rec_size(p.line_info_rec_size, 16, "line_info")?;
-            p.line_info = slice(OFF_LINE_INFO, p.nr_line_info, sz, "line_info")?
-                .chunks_exact(sz as usize)
-                .map(|b| LineInfo {
-                    insn_off: rd32(b, 0),
-                    file_name_off: rd32(b, 4),
-                    line_off: rd32(b, 8),
-                    line_col: rd32(b, 12),
-                })
-                .collect();
-        }
-        if p.has(array::JITED_LINE_INFO) {
-            let sz = rec_size(p.jited_line_info_rec_size, 8, "jited_line_info")?;
-            p.jited_line_info = slice(
-                OFF_JITED_LINE_INFO,
-                p.nr_jited_line_info,
-                sz,
-                "jited_line_info",
-            )?
-            .chunks_exact(sz as usize)
-            .map(|b| rd64(b, 0))
-            .collect();
-        }
-        if p.has(array::PROG_TAGS) {
-            p.prog_tags = slice(OFF_PROG_TAGS, p.nr_prog_tags, 8, "prog_tags")?
-                .chunks_exact(8)
-                .map(|b| b.try_into().unwrap())
-                .collect();
+            let bytes = slice(ptr_off, count, rec, what)?;
+            p.set_array(bit, bytes, rec as usize);
         }
         Ok(p)
     }

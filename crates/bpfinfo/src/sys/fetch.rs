@@ -2,7 +2,7 @@
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
-use perfdata::{array, BpfProgInfo, FuncInfo, LineInfo};
+use perfdata::{array, BpfProgInfo};
 
 use super::attr::{Attr, InfoBuf};
 use super::{bpf, bpf_fd, error, prog_fd_by_id, Cmd};
@@ -308,8 +308,7 @@ fn fetch_arrays(
         }
         let n = asked.min(now) as usize;
         let bytes = &buf[..n * rec as usize];
-        decode_array(&mut info, f.bit, bytes, rec as usize);
-        info.arrays |= 1 << f.bit;
+        info.set_array(f.bit, bytes, rec as usize);
     }
     if hidden {
         return Err(Error::AddressesHidden { id: info.id });
@@ -319,67 +318,6 @@ fn fetch_arrays(
 
 fn u32_at(b: &[u8], off: usize) -> u32 {
     u32::from_ne_bytes(b[off..off + 4].try_into().expect("4 bytes"))
-}
-
-fn u64_at(b: &[u8], off: usize) -> u64 {
-    u64::from_ne_bytes(b[off..off + 8].try_into().expect("8 bytes"))
-}
-
-/// Store one fetched array in `info` and make its count agree with it.
-fn decode_array(info: &mut BpfProgInfo, bit: u32, bytes: &[u8], rec: usize) {
-    let recs = || bytes.chunks_exact(rec);
-    match bit {
-        array::JITED_INSNS => {
-            info.jited_insns = bytes.to_vec();
-            info.jited_prog_len = bytes.len() as u32;
-        }
-        array::XLATED_INSNS => {
-            info.xlated_insns = bytes.to_vec();
-            info.xlated_prog_len = bytes.len() as u32;
-        }
-        array::MAP_IDS => {
-            info.map_ids = recs().map(|r| u32_at(r, 0)).collect();
-            info.nr_map_ids = info.map_ids.len() as u32;
-        }
-        array::JITED_KSYMS => {
-            info.jited_ksyms = recs().map(|r| u64_at(r, 0)).collect();
-            info.nr_jited_ksyms = info.jited_ksyms.len() as u32;
-        }
-        array::JITED_FUNC_LENS => {
-            info.jited_func_lens = recs().map(|r| u32_at(r, 0)).collect();
-            info.nr_jited_func_lens = info.jited_func_lens.len() as u32;
-        }
-        array::FUNC_INFO => {
-            info.func_info = recs()
-                .map(|r| FuncInfo {
-                    insn_off: u32_at(r, 0),
-                    type_id: u32_at(r, 4),
-                })
-                .collect();
-            info.nr_func_info = info.func_info.len() as u32;
-        }
-        array::LINE_INFO => {
-            info.line_info = recs()
-                .map(|r| LineInfo {
-                    insn_off: u32_at(r, 0),
-                    file_name_off: u32_at(r, 4),
-                    line_off: u32_at(r, 8),
-                    line_col: u32_at(r, 12),
-                })
-                .collect();
-            info.nr_line_info = info.line_info.len() as u32;
-        }
-        array::JITED_LINE_INFO => {
-            info.jited_line_info = recs().map(|r| u64_at(r, 0)).collect();
-            info.nr_jited_line_info = info.jited_line_info.len() as u32;
-        }
-        _ => {
-            info.prog_tags = recs()
-                .map(|r| r[..8].try_into().expect("8 bytes"))
-                .collect();
-            info.nr_prog_tags = info.prog_tags.len() as u32;
-        }
-    }
 }
 
 /// The raw blob of BTF object `btf_id`.
