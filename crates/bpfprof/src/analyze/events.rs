@@ -47,7 +47,6 @@ pub enum Event {
 
 /// Rare records are boxed, so the per-sample events stay small.
 pub struct CommEvent {
-    pub pid: u32,
     pub tid: u32,
     pub comm: String,
 }
@@ -122,7 +121,6 @@ pub fn stream(file: &PerfFile, callchains: bool, tx: SyncSender<Result<Batch, pe
                 }
             }
             Record::Comm(c) => Event::Comm(Box::new(CommEvent {
-                pid: c.pid,
                 tid: c.tid,
                 comm: text(c.comm),
             })),

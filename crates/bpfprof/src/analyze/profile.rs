@@ -248,7 +248,7 @@ impl Profile {
                                 continue;
                             }
                             let kernel = is_kernel_mode(misc, ip);
-                            let comm = p.sym.threads.comm_of(pid, tid);
+                            let comm = p.sym.threads.comm_of(tid);
                             let loc = p.sym.locate(pid, ip, kernel);
                             let period = period.max(1);
                             loc_rows
@@ -279,7 +279,7 @@ impl Profile {
                                     .add(period);
                             }
                         }
-                        Event::Comm(ref c) => p.sym.threads.set_comm(c.pid, c.tid, &c.comm),
+                        Event::Comm(ref c) => p.sym.threads.set_comm(c.tid, &c.comm),
                         Event::Fork {
                             pid,
                             ppid,
@@ -308,7 +308,7 @@ impl Profile {
                             p.sym.bpf.bpf_event(load, id, tag, time, pid, tid);
                             if load && time != 0 {
                                 // Keep the loader's name while it is known.
-                                p.sym.threads.comm_of(pid, tid);
+                                p.sym.threads.comm_of(tid);
                             }
                         }
                         Event::Lost(n) => p.lost += n,

@@ -52,8 +52,6 @@ pub struct BpfSymbols {
     /// jited_ksyms of each program in the file's BPF_PROG_INFO, for
     /// sub-program indices that do not depend on record order.
     ksyms_by_prog: HashMap<u32, Vec<u64>>,
-    /// Bumped on every change, so caches of resolved addresses can tell.
-    pub generation: u64,
     /// Bounds of every range ever registered.
     lowest: u64,
     highest: u64,
@@ -111,7 +109,6 @@ impl BpfSymbols {
         if !image {
             self.pending.push(id);
         }
-        self.generation += 1;
     }
 
     pub fn unregister(&mut self, addr: u64, name: &str, time: u64) {
@@ -123,7 +120,6 @@ impl BpfSymbols {
         if let Some(id) = map.remove(&addr) {
             self.syms[id as usize].unregistered_at = Some(time);
         }
-        self.generation += 1;
     }
 
     /// A BPF_EVENT: on load, the KSYMBOLs just before it are this program's

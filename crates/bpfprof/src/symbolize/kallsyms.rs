@@ -116,16 +116,6 @@ impl Kallsyms {
         let i = self.entries.partition_point(|e| e.addr <= addr);
         self.entries.get(i).map(|e| e.addr)
     }
-
-    /// Address of a named symbol (e.g. `_text`); a linear scan, for set-up.
-    pub fn address_of(&self, name: &str) -> Option<u64> {
-        self.entries
-            .iter()
-            .find(|e| {
-                &self.names[e.name_off as usize..e.name_off as usize + e.name_len as usize] == name
-            })
-            .map(|e| e.addr)
-    }
 }
 
 #[cfg(test)]

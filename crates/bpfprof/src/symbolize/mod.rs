@@ -347,13 +347,6 @@ impl Symbolizer {
         f
     }
 
-    /// The ELF virtual address of a user address of `pid`, where the
-    /// binary is readable.
-    pub fn user_vaddr(&self, pid: u32, addr: u64) -> Option<u64> {
-        let m = self.threads.find_map(pid, addr)?;
-        self.elf(m.dso)?.offset_to_vaddr(addr - m.start + m.pgoff)
-    }
-
     /// The ELF symbols of a user DSO: prefetched during the replay, or
     /// read now.
     pub fn elf(&self, dso: DsoId) -> Option<&ElfSymbols> {

@@ -19,15 +19,10 @@ struct Process {
     maps: Vec<Map>,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Thread {
-    pid: u32,
-    comm: CommId,
-}
-
 #[derive(Debug, Default)]
 pub struct Threads {
-    threads: FxHashMap<u32, Thread>,
+    /// Each thread's current command.
+    threads: FxHashMap<u32, CommId>,
     /// The last thread asked about: consecutive samples are mostly from
     /// the same thread, and this saves a hash lookup per sample.
     last: Option<(u32, CommId)>,
@@ -48,15 +43,15 @@ impl Threads {
     }
 
     /// The command of a thread; `:TID` when none was recorded, as perf shows.
-    pub fn comm_of(&mut self, pid: u32, tid: u32) -> CommId {
+    pub fn comm_of(&mut self, tid: u32) -> CommId {
         if let Some((t, c)) = self.last {
             if t == tid {
                 return c;
             }
         }
-        if let Some(t) = self.threads.get(&tid) {
-            self.last = Some((tid, t.comm));
-            return t.comm;
+        if let Some(&comm) = self.threads.get(&tid) {
+            self.last = Some((tid, comm));
+            return comm;
         }
         let name = if tid == 0 {
             "swapper".to_string()
@@ -64,14 +59,14 @@ impl Threads {
             format!(":{tid}")
         };
         let comm = self.comm_id(&name);
-        self.threads.insert(tid, Thread { pid, comm });
+        self.threads.insert(tid, comm);
         comm
     }
 
-    pub fn set_comm(&mut self, pid: u32, tid: u32, comm: &str) {
+    pub fn set_comm(&mut self, tid: u32, comm: &str) {
         self.last = None;
         let comm = self.comm_id(comm);
-        self.threads.insert(tid, Thread { pid, comm });
+        self.threads.insert(tid, comm);
     }
 
     /// A new thread or process. A new process starts with its parent's
@@ -80,10 +75,10 @@ impl Threads {
         self.last = None;
         let parent = self.threads.get(&ptid).copied();
         let comm = match parent {
-            Some(p) => p.comm,
+            Some(c) => c,
             None => self.comm_id(&format!(":{tid}")),
         };
-        self.threads.insert(tid, Thread { pid, comm });
+        self.threads.insert(tid, comm);
         if pid != ppid && !self.processes.contains_key(&pid) {
             let maps = self
                 .processes
@@ -137,13 +132,8 @@ impl Threads {
     /// The last command recorded for a thread.
     pub fn comm_name(&self, tid: u32) -> String {
         match self.threads.get(&tid) {
-            Some(t) => self.comms[t.comm as usize].clone(),
+            Some(&c) => self.comms[c as usize].clone(),
             None => format!(":{tid}"),
         }
-    }
-
-    /// The pid a thread belongs to, if known.
-    pub fn pid_of(&self, tid: u32) -> Option<u32> {
-        self.threads.get(&tid).map(|t| t.pid)
     }
 }
