@@ -220,12 +220,7 @@ fn instruction_counts_sum_to_the_symbol_in_report_and_in_perf() {
     for t in &targets {
         let sym = t["symbol"].as_str().unwrap();
         let n = t["samples"].as_u64().unwrap();
-        let sum: u64 = t["insns"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["samples"].as_u64().unwrap())
-            .sum();
+        let sum: u64 = annotate_util::insn_samples(t);
         assert_eq!(sum, n, "{sym}: instruction samples vs the function's");
         let row = |rows: &[support::FlatRow], who: &str| {
             rows.iter()

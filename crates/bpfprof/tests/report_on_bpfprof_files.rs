@@ -97,12 +97,7 @@ fn perf_and_bpfprof_agree_on_a_bpfprof_recording_and_it_annotates() {
     );
     for t in &targets {
         let sym = t["symbol"].as_str().unwrap();
-        let sum: u64 = t["insns"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["samples"].as_u64().unwrap())
-            .sum();
+        let sum: u64 = annotate_util::insn_samples(t);
         assert_eq!(Some(sum), t["samples"].as_u64(), "{sym}");
         let row = ours.iter().find(|r| r.dso == t["dso"].as_str().unwrap());
         assert_eq!(row.map(|r| r.samples), Some(sum), "{sym} vs report");

@@ -326,6 +326,16 @@ pub fn annotate_json(file: &Path, args: &[&str]) -> Vec<serde_json::Value> {
 
 /// The lines of the program's loop (header and body), as put into it: the
 /// `for` line, and the line after it.
+/// The samples of an annotated function's instructions, added up.
+pub fn insn_samples(target: &serde_json::Value) -> u64 {
+    target["insns"]
+        .as_array()
+        .expect("an annotated target has insns")
+        .iter()
+        .map(|i| i["samples"].as_u64().unwrap())
+        .sum()
+}
+
 pub fn loop_lines(prog: &TestProg) -> Vec<(u32, String)> {
     let lines = prog.expected_source_lines();
     let header = lines
