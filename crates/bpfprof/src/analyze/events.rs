@@ -2,7 +2,7 @@
 //! handed over in batches: reading and decoding the file costs about as
 //! much as replaying and aggregating it, so the two run side by side.
 
-use std::sync::mpsc::SyncSender;
+use std::sync::mpsc::{Receiver, SyncSender};
 
 use perfdata::{ksym, PerfFile, Record};
 
@@ -47,6 +47,7 @@ pub enum Event {
 
 /// Rare records are boxed, so the per-sample events stay small.
 pub struct CommEvent {
+    pub pid: u32,
     pub tid: u32,
     pub comm: String,
 }
@@ -80,9 +81,32 @@ pub struct Batch {
 
 const BATCH: usize = 8192;
 
+impl Batch {
+    /// Empty it for reuse, keeping its allocations.
+    pub fn clear(&mut self) {
+        self.events.clear();
+        self.chains.clear();
+        self.warnings.clear();
+        self.offset = 0;
+    }
+}
+
 /// Read `file` in time order and send its events; stops at the first error
-/// (sent as the last item) or when the receiver is gone.
-pub fn stream(file: &PerfFile, callchains: bool, tx: SyncSender<Result<Batch, perfdata::Error>>) {
+/// (sent as the last item) or when the receiver is gone. Batches the
+/// receiver is done with come back through `recycle`: reusing them saves
+/// faulting in and unmapping tens of megabytes on a big file.
+pub fn stream(
+    file: &PerfFile,
+    callchains: bool,
+    tx: SyncSender<Result<Batch, perfdata::Error>>,
+    recycle: Receiver<Batch>,
+) {
+    let fresh = || {
+        let mut b = recycle.try_recv().unwrap_or_default();
+        b.clear();
+        b.events.reserve(BATCH);
+        b
+    };
     let mut records = match file.records() {
         Ok(r) => r,
         Err(e) => {
@@ -90,7 +114,7 @@ pub fn stream(file: &PerfFile, callchains: bool, tx: SyncSender<Result<Batch, pe
             return;
         }
     };
-    let mut batch = Batch::default();
+    let mut batch = fresh();
     loop {
         let r = match records.next() {
             Ok(Some(r)) => r,
@@ -121,6 +145,7 @@ pub fn stream(file: &PerfFile, callchains: bool, tx: SyncSender<Result<Batch, pe
                 }
             }
             Record::Comm(c) => Event::Comm(Box::new(CommEvent {
+                pid: c.pid,
                 tid: c.tid,
                 comm: text(c.comm),
             })),
@@ -179,7 +204,7 @@ pub fn stream(file: &PerfFile, callchains: bool, tx: SyncSender<Result<Batch, pe
         batch.events.push(ev);
         if batch.events.len() >= BATCH {
             batch.offset = r.offset;
-            if tx.send(Ok(std::mem::take(&mut batch))).is_err() {
+            if tx.send(Ok(std::mem::replace(&mut batch, fresh()))).is_err() {
                 return;
             }
         }

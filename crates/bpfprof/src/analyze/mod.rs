@@ -6,6 +6,7 @@ pub mod annotate_render;
 pub mod bpf_view;
 pub mod callgraph;
 mod events;
+mod memo;
 pub mod profile;
 pub mod render;
 pub mod table;

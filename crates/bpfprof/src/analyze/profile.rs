@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use perfdata::{misc, BpfProgInfo, PerfFile};
 
 use super::events::Event;
+use super::memo::{Changes, RowCache, SampleKey, StackCache};
 use rustc_hash::FxHashMap;
 
 use crate::symbolize::Map;
@@ -215,16 +216,22 @@ impl Profile {
             warnings,
         };
         let mut progress = crate::progress::Progress::new(opts.progress, file.data_size());
-        let mut chain: Vec<Loc> = Vec::with_capacity(256);
         // The pass settles each address to a location; symbols are looked
         // up once per distinct location afterwards, when the background
         // loads are done.
-        let mut loc_rows: FxHashMap<(CommId, u32, u32, Loc), Counts> = FxHashMap::default();
+        type LocKey = (CommId, u32, u32, Loc);
+        let mut row_index: FxHashMap<LocKey, u32> = FxHashMap::default();
+        let mut loc_rows: Vec<(LocKey, Counts)> = Vec::new();
         let mut loc_stacks: Stacks<Loc> = Stacks::default();
-        let mut loc_chains: FxHashMap<(CommId, u32, u32, Loc, u32), Counts> = FxHashMap::default();
+        // (row, stack leaf node) → counts.
+        let mut loc_chains: FxHashMap<(u32, u32), Counts> = FxHashMap::default();
+        let mut changes = Changes::default();
+        let mut row_cache = RowCache::default();
+        let mut stack_cache = StackCache::default();
         let (tx, rx) = std::sync::mpsc::sync_channel(4);
+        let (give_back, recycle) = std::sync::mpsc::channel();
         std::thread::scope(|scope| -> Result<()> {
-            scope.spawn(|| super::events::stream(file, opts.callchains, tx));
+            scope.spawn(|| super::events::stream(file, opts.callchains, tx, recycle));
             for batch in rx {
                 let mut batch = batch.with_context(|| format!("reading {path}"))?;
                 progress.update(batch.offset);
@@ -248,15 +255,33 @@ impl Profile {
                                 continue;
                             }
                             let kernel = is_kernel_mode(misc, ip);
-                            let comm = p.sym.threads.comm_of(tid);
-                            let loc = p.sym.locate(pid, ip, kernel);
+                            let key = SampleKey {
+                                tid,
+                                pid,
+                                ip,
+                                kernel,
+                            };
+                            let row = match row_cache.get(&changes, key) {
+                                Some(row) => row,
+                                None => {
+                                    let comm = p.sym.threads.comm_of(tid);
+                                    let loc = p.sym.locate(pid, ip, kernel);
+                                    let row = *row_index
+                                        .entry((comm, pid, tid, loc))
+                                        .or_insert_with(|| {
+                                            loc_rows
+                                                .push(((comm, pid, tid, loc), Counts::default()));
+                                            loc_rows.len() as u32 - 1
+                                        });
+                                    row_cache.put(&changes, key, row);
+                                    row
+                                }
+                            };
                             let period = period.max(1);
-                            loc_rows
-                                .entry((comm, pid, tid, loc))
-                                .or_default()
-                                .add(period);
+                            let ((_, _, _, loc), counts) = &mut loc_rows[row as usize];
+                            counts.add(period);
                             p.total.add(period);
-                            if let Loc::Bpf(b) = loc {
+                            if let Loc::Bpf(b) = *loc {
                                 p.bpf_samples.entry(b).or_default().add(period);
                                 if opts.ip_hits {
                                     let off = (ip - p.sym.bpf.syms[b as usize].addr) as u32;
@@ -266,31 +291,35 @@ impl Profile {
                             p.first_time = p.first_time.min(time);
                             p.last_time = p.last_time.max(time);
                             if opts.callchains {
-                                chain.clear();
                                 let raw = &batch.chains[c0 as usize..c1 as usize];
-                                locate_chain(&mut p.sym, pid, raw, ip, kernel, &mut chain);
-                                let mut node = 0;
-                                for &l in chain.iter().rev() {
-                                    node = loc_stacks.child(node, l);
-                                }
-                                loc_chains
-                                    .entry((comm, pid, tid, loc, node))
-                                    .or_default()
-                                    .add(period);
+                                let sym = &mut p.sym;
+                                let node =
+                                    stack_cache.leaf(&changes, key, raw, |parent, addr, k| {
+                                        loc_stacks.child(parent, sym.locate(pid, addr, k))
+                                    });
+                                loc_chains.entry((row, node)).or_default().add(period);
                             }
                         }
-                        Event::Comm(ref c) => p.sym.threads.set_comm(c.tid, &c.comm),
+                        Event::Comm(ref c) => {
+                            changes.process(c.pid);
+                            p.sym.threads.set_comm(c.tid, &c.comm)
+                        }
                         Event::Fork {
                             pid,
                             ppid,
                             tid,
                             ptid,
-                        } => p.sym.threads.fork(pid, ppid, tid, ptid),
+                        } => {
+                            changes.process(pid);
+                            p.sym.threads.fork(pid, ppid, tid, ptid)
+                        }
                         Event::Exit { pid, tid } => p.sym.threads.exit(pid, tid),
                         Event::Mmap(ref m) => {
+                            changes.process(m.pid);
                             p.map(m.pid, m.addr, m.len, m.pgoff, &m.name, m.build_id.clone())
                         }
                         Event::Ksymbol(ref k) => {
+                            changes.kernel();
                             if k.unregister {
                                 p.sym.bpf.unregister(k.addr, &k.name, k.time);
                             } else if k.len > 0 {
@@ -305,6 +334,7 @@ impl Profile {
                             pid,
                             tid,
                         } => {
+                            changes.kernel();
                             p.sym.bpf.bpf_event(load, id, tag, time, pid, tid);
                             if load && time != 0 {
                                 // Keep the loader's name while it is known.
@@ -315,6 +345,7 @@ impl Profile {
                         Event::LostSamples(n) => p.lost_samples += n,
                     }
                 }
+                let _ = give_back.send(batch);
             }
             Ok(())
         })?;
@@ -328,9 +359,11 @@ impl Profile {
         }
         // In address order, so that the symbol tables are walked forward
         // rather than probed at random.
-        let mut loc_rows: Vec<_> = loc_rows.into_iter().collect();
-        loc_rows.sort_unstable_by_key(|&((_, _, _, loc), _)| loc);
-        for ((comm, pid, tid, loc), c) in loc_rows {
+        drop(row_index);
+        let mut order: Vec<u32> = (0..loc_rows.len() as u32).collect();
+        order.sort_unstable_by_key(|&r| loc_rows[r as usize].0 .3);
+        for &r in &order {
+            let ((comm, pid, tid, loc), c) = loc_rows[r as usize];
             let frame = p.sym.frame(loc);
             let row = p
                 .rows
@@ -369,7 +402,8 @@ impl Profile {
             let f = p.sym.frame(loc);
             frame_node[i] = p.stacks.child(frame_node[parent as usize], f);
         }
-        for ((comm, pid, tid, loc, node), c) in loc_chains {
+        for ((row, node), c) in loc_chains {
+            let (comm, pid, tid, loc) = loc_rows[row as usize].0;
             let frame = p.sym.frame(loc);
             let e = p
                 .chains
@@ -440,28 +474,5 @@ fn is_kernel_mode(misc_bits: u16, ip: u64) -> bool {
         misc::KERNEL | misc::GUEST_KERNEL => true,
         misc::USER | misc::GUEST_USER => false,
         _ => ip >= crate::symbolize::KERNEL_START,
-    }
-}
-
-/// Locate a sample's callchain, leaf first, skipping context markers.
-fn locate_chain(
-    sym: &mut Symbolizer,
-    pid: u32,
-    raw: &[u64],
-    ip: u64,
-    kernel: bool,
-    out: &mut Vec<Loc>,
-) {
-    use perfdata::context;
-    let mut in_kernel = kernel;
-    for &addr in raw {
-        if addr >= context::MAX {
-            in_kernel = matches!(addr, context::KERNEL | context::GUEST_KERNEL);
-            continue;
-        }
-        out.push(sym.locate(pid, addr, in_kernel));
-    }
-    if out.is_empty() {
-        out.push(sym.locate(pid, ip, kernel));
     }
 }

@@ -1,0 +1,304 @@
+//! Memos that let the replay skip work for samples like recent ones.
+//!
+//! On a big recording most samples repeat an address the same thread hit a
+//! moment ago, and most call stacks share their outer frames with the
+//! thread's previous stack. Resolving and interning those again is what
+//! the replay spent its time on (probing tables far bigger than the
+//! cache), so both are remembered, and trusted only while nothing that
+//! could change the answer has happened since.
+
+use rustc_hash::FxHashMap;
+
+/// When each thing a resolution depends on last changed. A sample's
+/// command and location depend on its process's COMM, FORK and MMAP
+/// history and, for kernel addresses, on the BPF symbol events; every such
+/// record takes the next sequence number.
+#[derive(Default)]
+pub struct Changes {
+    seq: u32,
+    processes: FxHashMap<u32, u32>,
+    kernel: u32,
+}
+
+impl Changes {
+    /// A COMM, FORK or MMAP of process `pid`.
+    pub fn process(&mut self, pid: u32) {
+        self.seq += 1;
+        self.processes.insert(pid, self.seq);
+    }
+
+    /// A KSYMBOL or BPF_EVENT.
+    pub fn kernel(&mut self) {
+        self.seq += 1;
+        self.kernel = self.seq;
+    }
+
+    pub fn now(&self) -> u32 {
+        self.seq
+    }
+
+    /// The last change that matters to a sample of `pid`.
+    fn last(&self, pid: u32, kernel: bool) -> u32 {
+        let p = self.processes.get(&pid).copied().unwrap_or(0);
+        if kernel {
+            p.max(self.kernel)
+        } else {
+            p
+        }
+    }
+}
+
+/// What identifies a sample to the memos.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct SampleKey {
+    pub tid: u32,
+    pub pid: u32,
+    pub ip: u64,
+    /// Sampled in kernel mode.
+    pub kernel: bool,
+}
+
+#[derive(Clone, Copy)]
+struct Slot {
+    ip: u64,
+    tid: u32,
+    pid: u32,
+    seq: u32,
+    kernel: bool,
+    row: u32,
+}
+
+const SLOTS: usize = 1 << 13;
+
+/// A direct-mapped cache of (thread, address, mode) → aggregation row:
+/// small enough to stay in the CPU cache, where the rows table is not.
+pub struct RowCache {
+    slots: Vec<Slot>,
+}
+
+impl Default for RowCache {
+    fn default() -> Self {
+        RowCache {
+            slots: vec![
+                Slot {
+                    ip: 0,
+                    tid: 0,
+                    pid: 0,
+                    seq: 0,
+                    kernel: false,
+                    row: u32::MAX,
+                };
+                SLOTS
+            ],
+        }
+    }
+}
+
+impl RowCache {
+    fn index(tid: u32, ip: u64, kernel: bool) -> usize {
+        let h = (ip ^ ((tid as u64) << 40) ^ kernel as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (h >> (64 - 13)) as usize
+    }
+
+    /// The row remembered for this sample, if it is still right.
+    #[inline]
+    pub fn get(&self, ch: &Changes, k: SampleKey) -> Option<u32> {
+        let s = &self.slots[Self::index(k.tid, k.ip, k.kernel)];
+        (s.row != u32::MAX
+            && s.ip == k.ip
+            && s.tid == k.tid
+            && s.pid == k.pid
+            && s.kernel == k.kernel
+            && s.seq >= ch.last(k.pid, k.kernel))
+        .then_some(s.row)
+    }
+
+    pub fn put(&mut self, ch: &Changes, k: SampleKey, row: u32) {
+        self.slots[Self::index(k.tid, k.ip, k.kernel)] = Slot {
+            ip: k.ip,
+            tid: k.tid,
+            pid: k.pid,
+            seq: ch.now(),
+            kernel: k.kernel,
+            row,
+        };
+    }
+}
+
+/// A thread's previous call stack: its frames leaf first, as (address,
+/// kernel mode), and the stack-tree node of each.
+#[derive(Default)]
+struct Previous {
+    pid: u32,
+    seq: u32,
+    frames: Vec<(u64, bool)>,
+    nodes: Vec<u32>,
+}
+
+/// Per-thread previous stacks, so that the frames a stack shares with the
+/// one before it, counted from the root, are neither resolved nor interned
+/// again.
+#[derive(Default)]
+pub struct StackCache {
+    threads: FxHashMap<u32, Previous>,
+    frames: Vec<(u64, bool)>,
+    nodes: Vec<u32>,
+}
+
+impl StackCache {
+    /// The leaf node of a sample's stack. `raw` is the callchain as
+    /// recorded (leaf first, with context markers); `child` interns one
+    /// frame under a parent node, resolving it.
+    pub fn leaf(
+        &mut self,
+        ch: &Changes,
+        k: SampleKey,
+        raw: &[u64],
+        mut child: impl FnMut(u32, u64, bool) -> u32,
+    ) -> u32 {
+        let pid = k.pid;
+        self.frames.clear();
+        frames_of(raw, k.ip, k.kernel, &mut self.frames);
+        let prev = self.threads.entry(k.tid).or_default();
+        let shared = if prev.pid == pid && prev.seq >= ch.last(pid, true) {
+            self.frames
+                .iter()
+                .rev()
+                .zip(prev.frames.iter().rev())
+                .take_while(|(a, b)| a == b)
+                .count()
+        } else {
+            0
+        };
+        let n = self.frames.len();
+        self.nodes.clear();
+        self.nodes.resize(n, 0);
+        let mut node = 0;
+        if shared > 0 {
+            node = prev.nodes[prev.frames.len() - shared];
+            self.nodes[n - shared..].copy_from_slice(&prev.nodes[prev.frames.len() - shared..]);
+        }
+        for i in (0..n - shared).rev() {
+            let (addr, k) = self.frames[i];
+            node = child(node, addr, k);
+            self.nodes[i] = node;
+        }
+        prev.pid = pid;
+        prev.seq = ch.now();
+        std::mem::swap(&mut prev.frames, &mut self.frames);
+        std::mem::swap(&mut prev.nodes, &mut self.nodes);
+        node
+    }
+}
+
+/// A callchain's frames, leaf first, each with the mode its context marker
+/// gives it; the sample's own address when the chain has none.
+fn frames_of(raw: &[u64], ip: u64, kernel: bool, out: &mut Vec<(u64, bool)>) {
+    use perfdata::context;
+    let mut in_kernel = kernel;
+    for &addr in raw {
+        if addr >= context::MAX {
+            in_kernel = matches!(addr, context::KERNEL | context::GUEST_KERNEL);
+            continue;
+        }
+        out.push((addr, in_kernel));
+    }
+    if out.is_empty() {
+        out.push((ip, kernel));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use perfdata::context;
+
+    /// Interns (parent, address) pairs, counting how often it is asked.
+    #[derive(Default)]
+    struct Tree {
+        nodes: FxHashMap<(u32, u64), u32>,
+        asked: usize,
+    }
+
+    impl Tree {
+        fn child(&mut self, parent: u32, addr: u64) -> u32 {
+            self.asked += 1;
+            let n = self.nodes.len() as u32 + 1;
+            *self.nodes.entry((parent, addr)).or_insert(n)
+        }
+    }
+
+    fn leaf(c: &mut StackCache, ch: &Changes, t: &mut Tree, pid: u32, raw: &[u64]) -> u32 {
+        let k = SampleKey {
+            tid: 1,
+            pid,
+            ip: 0,
+            kernel: false,
+        };
+        c.leaf(ch, k, raw, |p, a, _| t.child(p, a))
+    }
+
+    #[test]
+    fn shared_outer_frames_are_not_interned_again() {
+        let (mut c, ch, mut t, mut fresh) = (
+            StackCache::default(),
+            Changes::default(),
+            Tree::default(),
+            Tree::default(),
+        );
+        let a = [context::USER, 10, 20, 30, 40];
+        let b = [context::USER, 11, 21, 30, 40];
+        let la = leaf(&mut c, &ch, &mut t, 7, &a);
+        let lb = leaf(&mut c, &ch, &mut t, 7, &b);
+        assert_eq!(t.asked, 4 + 2, "only the two differing frames of b");
+        // The same leaves as interning every frame from the root.
+        let mut walk = |raw: &[u64]| {
+            raw[1..]
+                .iter()
+                .rev()
+                .fold(0, |node, &addr| fresh.child(node, addr))
+        };
+        assert_eq!((la, lb), (walk(&a), walk(&b)));
+    }
+
+    #[test]
+    fn a_change_to_the_process_or_the_mode_forgets_the_stack() {
+        let (mut c, mut ch, mut t) = (StackCache::default(), Changes::default(), Tree::default());
+        let a = [context::USER, 10, 20];
+        leaf(&mut c, &ch, &mut t, 7, &a);
+        ch.process(7);
+        leaf(&mut c, &ch, &mut t, 7, &a);
+        assert_eq!(
+            t.asked, 4,
+            "an MMAP since means every frame is resolved again"
+        );
+        ch.process(8);
+        leaf(&mut c, &ch, &mut t, 7, &a);
+        assert_eq!(t.asked, 4, "another process's MMAP changes nothing");
+        leaf(&mut c, &ch, &mut t, 7, &[context::KERNEL, 10, 20]);
+        assert_eq!(
+            t.asked, 6,
+            "the same addresses in another mode are other frames"
+        );
+    }
+
+    #[test]
+    fn the_row_cache_answers_only_while_nothing_changed() {
+        let (mut rc, mut ch) = (RowCache::default(), Changes::default());
+        let k = SampleKey {
+            tid: 1,
+            pid: 7,
+            ip: 0x1000,
+            kernel: false,
+        };
+        rc.put(&ch, k, 5);
+        assert_eq!(rc.get(&ch, k), Some(5));
+        assert_eq!(rc.get(&ch, SampleKey { kernel: true, ..k }), None);
+        let reused = SampleKey { pid: 8, ..k };
+        assert_eq!(rc.get(&ch, reused), None, "tid reused by another process");
+        ch.kernel();
+        assert_eq!(rc.get(&ch, k), Some(5), "user addresses ignore BPF events");
+        ch.process(7);
+        assert_eq!(rc.get(&ch, k), None);
+    }
+}
