@@ -3,7 +3,6 @@
 //! BPF programs are resolved from the recording's own KSYMBOL records, which
 //! stay right after the program is gone.
 
-use std::io::BufRead;
 use std::path::Path;
 
 #[derive(Debug, Clone, Copy)]
@@ -36,31 +35,38 @@ pub struct KernelSym<'a> {
 
 impl Kallsyms {
     pub fn load(path: &Path) -> std::io::Result<Kallsyms> {
-        let f = std::fs::File::open(path)?;
-        Ok(Self::parse(std::io::BufReader::with_capacity(1 << 20, f)))
+        Ok(Self::parse(&std::fs::read(path)?))
     }
 
-    pub fn parse(r: impl BufRead) -> Kallsyms {
+    /// Parse kallsyms text. Lines are split by hand, without an allocation
+    /// each: there are over 100,000 of them and the report waits for this.
+    pub fn parse(text: &[u8]) -> Kallsyms {
         let mut k = Kallsyms::default();
         let mut any_nonzero = false;
         let mut total = 0usize;
-        for line in r.lines().map_while(Result::ok) {
-            let mut it = line.split_ascii_whitespace();
+        for line in text.split(|&b| b == b'\n') {
+            let mut it = line
+                .split(|b| b.is_ascii_whitespace())
+                .filter(|f| !f.is_empty());
             let (Some(addr), Some(kind), Some(name)) = (it.next(), it.next(), it.next()) else {
                 continue;
             };
             total += 1;
-            let Ok(addr) = u64::from_str_radix(addr, 16) else {
+            let Some(addr) = parse_hex(addr) else {
                 continue;
             };
             any_nonzero |= addr != 0;
             // Text symbols only (and the absolute _text/_etext markers are T).
-            if !matches!(kind, "T" | "t" | "W" | "w") {
+            if !matches!(kind, b"T" | b"t" | b"W" | b"w") {
                 continue;
             }
+            let Ok(name) = std::str::from_utf8(name) else {
+                continue;
+            };
             let module = match it.next() {
-                Some("[bpf]") => continue,
+                Some(b"[bpf]") => continue,
                 Some(m) => {
+                    let m = String::from_utf8_lossy(m);
                     let m = m.trim_start_matches('[').trim_end_matches(']');
                     match k.modules.iter().position(|x| x == m) {
                         Some(i) => i as u16,
@@ -73,7 +79,11 @@ impl Kallsyms {
                 None => u16::MAX,
             };
             let name_off = k.names.len() as u32;
-            let name = &name[..name.len().min(u16::MAX as usize)];
+            let mut end = name.len().min(u16::MAX as usize);
+            while !name.is_char_boundary(end) {
+                end -= 1;
+            }
+            let name = &name[..end];
             k.names.push_str(name);
             k.entries.push(Entry {
                 addr,
@@ -83,6 +93,7 @@ impl Kallsyms {
             });
         }
         k.restricted = total > 0 && !any_nonzero;
+        // Stable, so that of two symbols at one address the first listed wins.
         k.entries.sort_by_key(|e| e.addr);
         k
     }
@@ -116,6 +127,16 @@ impl Kallsyms {
         let i = self.entries.partition_point(|e| e.addr <= addr);
         self.entries.get(i).map(|e| e.addr)
     }
+}
+
+fn parse_hex(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > 16 {
+        return None;
+    }
+    s.iter().try_fold(0u64, |v, &c| {
+        let d = (c as char).to_digit(16)?;
+        Some(v << 4 | d as u64)
+    })
 }
 
 #[cfg(test)]

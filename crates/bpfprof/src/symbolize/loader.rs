@@ -8,7 +8,7 @@ use std::sync::mpsc::{channel, Sender};
 use std::thread::JoinHandle;
 
 use super::file_map::{map_file, FileBytes};
-use super::{debug_files, DsoId, DsoKind, ElfSymbols, Kallsyms};
+use super::{debug_files, kallsyms_cache, DsoId, DsoKind, ElfSymbols, Kallsyms};
 
 pub struct Job {
     pub dso: DsoId,
@@ -31,7 +31,7 @@ impl Loader {
     pub fn start(kallsyms: PathBuf) -> Loader {
         let (tx, rx) = channel::<Job>();
         let handle = std::thread::spawn(move || {
-            let kallsyms = Kallsyms::load(&kallsyms).unwrap_or_default();
+            let kallsyms = kallsyms_cache::load(&kallsyms).unwrap_or_default();
             let elfs = rx
                 .iter()
                 .map(|j| (j.dso, load_elf(&j.path, j.kind, j.build_id.as_deref())))

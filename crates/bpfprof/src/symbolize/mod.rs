@@ -8,6 +8,7 @@ mod debug_files;
 pub mod elf;
 mod file_map;
 pub mod kallsyms;
+mod kallsyms_cache;
 pub mod kcore;
 mod loader;
 mod threads;

@@ -1,0 +1,184 @@
+//! A copy of /proc/kallsyms kept between reports.
+//!
+//! Reading /proc/kallsyms makes the kernel format every symbol again, about
+//! 60 ms of system time on a 120,000-symbol kernel: more than the rest of a
+//! flat report on a million samples. Within one boot the kernel image's
+//! symbols never move and module symbols move only when modules come and
+//! go, so the text is kept in the cache directory, named by the boot id,
+//! and trusted while /proc/modules lists the same modules at the same
+//! addresses. `[bpf]` lines are left out (programs come from the recording,
+//! which knows them at the time of each sample). Dynamic trampolines
+//! (`[__builtin__ftrace]`) are kept as first seen in the boot.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::Kallsyms;
+
+const PROC: &str = "/proc/kallsyms";
+const MAGIC: &str = "# bpfprof kallsyms cache v1";
+
+/// Kernel symbols from `path`; for the running kernel's /proc/kallsyms,
+/// through the cache when it is still right, refreshing it when not.
+pub fn load(path: &Path) -> std::io::Result<Kallsyms> {
+    if path != Path::new(PROC) {
+        return Kallsyms::load(path);
+    }
+    let (Some(dir), Some(stamp)) = (cache_dir(), stamp()) else {
+        return Kallsyms::load(path);
+    };
+    let file = dir.join("kallsyms");
+    if let Some(k) = read(&file, &stamp) {
+        return Ok(k);
+    }
+    let text = std::fs::read(path)?;
+    let k = Kallsyms::parse(&text);
+    if !k.is_empty() {
+        // Best effort: a report does not fail for want of a cache.
+        let _ = write(&dir, &file, &stamp, &text);
+    }
+    Ok(k)
+}
+
+/// `$XDG_CACHE_HOME/bpfprof`, else `~/.cache/bpfprof`.
+fn cache_dir() -> Option<PathBuf> {
+    let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        Some(x) => PathBuf::from(x),
+        None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".cache"),
+    };
+    Some(base.join("bpfprof"))
+}
+
+/// What the cached text depends on: this boot, and the loaded modules
+/// with their addresses.
+fn stamp() -> Option<String> {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let modules = std::fs::read_to_string("/proc/modules").unwrap_or_default();
+    let mut h = Fnv::default();
+    for line in modules.lines() {
+        let f: Vec<&str> = line.split_ascii_whitespace().collect();
+        // name size refcount users state address
+        if let (Some(name), Some(addr)) = (f.first(), f.get(5)) {
+            h.write(name.as_bytes());
+            h.write(b" ");
+            h.write(addr.as_bytes());
+            h.write(b"\n");
+        }
+    }
+    Some(format!("{} {:016x}", boot.trim(), h.0))
+}
+
+/// The cached symbols if the file was written for `stamp` and is whole.
+fn read(file: &Path, stamp: &str) -> Option<Kallsyms> {
+    let data = std::fs::read(file).ok()?;
+    let nl = data.iter().position(|&b| b == b'\n')?;
+    let head = std::str::from_utf8(&data[..nl]).ok()?;
+    let rest = head.strip_prefix(MAGIC)?.strip_prefix(' ')?;
+    let (st, len) = rest.rsplit_once(' ')?;
+    let body = &data[nl + 1..];
+    if st != stamp || len.parse::<usize>().ok()? != body.len() {
+        return None;
+    }
+    let k = Kallsyms::parse(body);
+    (!k.is_empty()).then_some(k)
+}
+
+fn write(dir: &Path, file: &Path, stamp: &str, text: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let mut body = Vec::with_capacity(text.len());
+    for line in text.split_inclusive(|&b| b == b'\n') {
+        if !line.trim_ascii_end().ends_with(b"[bpf]") {
+            body.extend_from_slice(line);
+        }
+    }
+    // Written aside and renamed, so that a reader never sees half a file;
+    // 0600, since kernel addresses reveal the boot's KASLR offset.
+    let tmp = dir.join(format!("kallsyms.{}.tmp", std::process::id()));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    writeln!(f, "{MAGIC} {stamp} {}", body.len())?;
+    f.write_all(&body)?;
+    drop(f);
+    std::fs::rename(&tmp, file).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// FNV-1a: a stable hash, so that the stamp means the same across builds.
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "ffffffff81000000 T _text\nffffffff81000100 t do_thing\n\
+                        ffffffffc0000000 t bpf_prog_1234_x\t[bpf]\n\
+                        ffffffffc0100000 t mod_fn\t[kvm]\n";
+
+    fn names(k: &Kallsyms) -> Vec<Option<&str>> {
+        [
+            0xffffffff81000150u64,
+            0xffffffffc0100010,
+            0xffffffffc0000010,
+        ]
+        .iter()
+        .map(|&a| k.lookup(a).map(|s| s.name))
+        .collect()
+    }
+
+    #[test]
+    fn the_cache_gives_what_the_text_gives_and_only_for_its_stamp() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kallsyms");
+        write(dir.path(), &file, "boot-1 00", TEXT.as_bytes()).unwrap();
+        let cached = read(&file, "boot-1 00").expect("a cache written for this stamp");
+        assert_eq!(names(&cached), names(&Kallsyms::parse(TEXT.as_bytes())));
+        assert!(read(&file, "boot-2 00").is_none(), "another boot");
+        assert!(read(&file, "boot-1 01").is_none(), "other modules");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(!text.contains("[bpf]"), "{text}");
+    }
+
+    #[test]
+    fn a_damaged_cache_is_not_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kallsyms");
+        write(dir.path(), &file, "b 00", TEXT.as_bytes()).unwrap();
+        let whole = std::fs::read(&file).unwrap();
+        for cut in [0, 5, whole.len() / 2, whole.len() - 1] {
+            std::fs::write(&file, &whole[..cut]).unwrap();
+            assert!(read(&file, "b 00").is_none(), "cut at {cut}");
+        }
+        let mut longer = whole.clone();
+        longer.extend_from_slice(b"ffffffff82000000 t extra\n");
+        std::fs::write(&file, &longer).unwrap();
+        assert!(read(&file, "b 00").is_none(), "grown");
+        std::fs::write(&file, b"\xff\xfe garbage\n\0\0").unwrap();
+        assert!(read(&file, "b 00").is_none());
+    }
+}
