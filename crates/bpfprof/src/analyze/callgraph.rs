@@ -50,6 +50,20 @@ pub fn print(
     min_percent: f64,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
+    let total = stacks.iter().fold(Counts::default(), |mut t, (_, c)| {
+        t.samples += c.samples;
+        t.period += c.period;
+        t
+    });
+    if p.percent(&total) < min_percent {
+        // No branch can reach the threshold when the whole row does not:
+        // skip building a tree that would print nothing (on a big profile
+        // that is nearly every row).
+        if stacks.iter().any(|&(node, _)| node != 0) {
+            writeln!(out)?;
+        }
+        return Ok(());
+    }
     let mut root = Node::default();
     let mut frames: Vec<SymId> = Vec::with_capacity(64);
     for (node, c) in stacks {

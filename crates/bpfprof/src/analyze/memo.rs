@@ -9,6 +9,8 @@
 
 use rustc_hash::FxHashMap;
 
+use super::profile::Counts;
+
 /// When each thing a resolution depends on last changed. A sample's
 /// command and location depend on its process's COMM, FORK and MMAP
 /// history and, for kernel addresses, on the BPF symbol events; every such
@@ -66,12 +68,28 @@ struct Slot {
     seq: u32,
     kernel: bool,
     row: u32,
+    /// Counted here since the slot was filled, not yet added to the row.
+    counts: Counts,
 }
+
+const EMPTY: Slot = Slot {
+    ip: 0,
+    tid: 0,
+    pid: 0,
+    seq: 0,
+    kernel: false,
+    row: u32::MAX,
+    counts: Counts {
+        samples: 0,
+        period: 0,
+    },
+};
 
 const SLOTS: usize = 1 << 13;
 
-/// A direct-mapped cache of (thread, address, mode) → aggregation row:
-/// small enough to stay in the CPU cache, where the rows table is not.
+/// A direct-mapped cache of (thread, address, mode) → aggregation row that
+/// also holds the row's counts until the slot is reused: small enough to
+/// stay in the CPU cache, where the rows table is not.
 pub struct RowCache {
     slots: Vec<Slot>,
 }
@@ -79,49 +97,69 @@ pub struct RowCache {
 impl Default for RowCache {
     fn default() -> Self {
         RowCache {
-            slots: vec![
-                Slot {
-                    ip: 0,
-                    tid: 0,
-                    pid: 0,
-                    seq: 0,
-                    kernel: false,
-                    row: u32::MAX,
-                };
-                SLOTS
-            ],
+            slots: vec![EMPTY; SLOTS],
         }
     }
 }
 
 impl RowCache {
-    fn index(tid: u32, ip: u64, kernel: bool) -> usize {
-        let h = (ip ^ ((tid as u64) << 40) ^ kernel as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    fn index(k: &SampleKey) -> usize {
+        let h =
+            (k.ip ^ ((k.tid as u64) << 40) ^ k.kernel as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         (h >> (64 - 13)) as usize
     }
 
-    /// The row remembered for this sample, if it is still right.
+    /// Count a sample on the row remembered for it, if that is still
+    /// right, and return the row.
     #[inline]
-    pub fn get(&self, ch: &Changes, k: SampleKey) -> Option<u32> {
-        let s = &self.slots[Self::index(k.tid, k.ip, k.kernel)];
-        (s.row != u32::MAX
+    pub fn count(&mut self, ch: &Changes, k: SampleKey, period: u64) -> Option<u32> {
+        let s = &mut self.slots[Self::index(&k)];
+        let hit = s.row != u32::MAX
             && s.ip == k.ip
             && s.tid == k.tid
             && s.pid == k.pid
             && s.kernel == k.kernel
-            && s.seq >= ch.last(k.pid, k.kernel))
-        .then_some(s.row)
+            && s.seq >= ch.last(k.pid, k.kernel);
+        if !hit {
+            return None;
+        }
+        s.counts.add(period);
+        Some(s.row)
     }
 
-    pub fn put(&mut self, ch: &Changes, k: SampleKey, row: u32) {
-        self.slots[Self::index(k.tid, k.ip, k.kernel)] = Slot {
-            ip: k.ip,
-            tid: k.tid,
-            pid: k.pid,
-            seq: ch.now(),
-            kernel: k.kernel,
-            row,
-        };
+    /// Remember `row` for samples like `k`, counting this one; returns the
+    /// counts the slot held for the row it forgets.
+    pub fn put(
+        &mut self,
+        ch: &Changes,
+        k: SampleKey,
+        row: u32,
+        period: u64,
+    ) -> Option<(u32, Counts)> {
+        let mut counts = Counts::default();
+        counts.add(period);
+        let old = std::mem::replace(
+            &mut self.slots[Self::index(&k)],
+            Slot {
+                ip: k.ip,
+                tid: k.tid,
+                pid: k.pid,
+                seq: ch.now(),
+                kernel: k.kernel,
+                row,
+                counts,
+            },
+        );
+        (old.row != u32::MAX).then_some((old.row, old.counts))
+    }
+
+    /// Every count still held, by row.
+    pub fn drain(&mut self) -> impl Iterator<Item = (u32, Counts)> + '_ {
+        self.slots
+            .iter_mut()
+            .map(|s| std::mem::replace(s, EMPTY))
+            .filter(|s| s.row != u32::MAX)
+            .map(|s| (s.row, s.counts))
     }
 }
 
@@ -291,14 +329,46 @@ mod tests {
             ip: 0x1000,
             kernel: false,
         };
-        rc.put(&ch, k, 5);
-        assert_eq!(rc.get(&ch, k), Some(5));
-        assert_eq!(rc.get(&ch, SampleKey { kernel: true, ..k }), None);
+        assert_eq!(rc.put(&ch, k, 5, 10), None);
+        assert_eq!(rc.count(&ch, k, 10), Some(5));
+        assert_eq!(rc.count(&ch, SampleKey { kernel: true, ..k }, 1), None);
         let reused = SampleKey { pid: 8, ..k };
-        assert_eq!(rc.get(&ch, reused), None, "tid reused by another process");
+        assert_eq!(
+            rc.count(&ch, reused, 1),
+            None,
+            "tid reused by another process"
+        );
         ch.kernel();
-        assert_eq!(rc.get(&ch, k), Some(5), "user addresses ignore BPF events");
+        assert_eq!(
+            rc.count(&ch, k, 10),
+            Some(5),
+            "user addresses ignore BPF events"
+        );
         ch.process(7);
-        assert_eq!(rc.get(&ch, k), None);
+        assert_eq!(rc.count(&ch, k, 1), None);
+        // Refilling the slot hands back what it counted for the old row.
+        let held = rc.put(&ch, k, 6, 1);
+        assert_eq!(
+            held,
+            Some((
+                5,
+                Counts {
+                    samples: 3,
+                    period: 30
+                }
+            ))
+        );
+        let left: Vec<_> = rc.drain().collect();
+        assert_eq!(
+            left,
+            vec![(
+                6,
+                Counts {
+                    samples: 1,
+                    period: 1
+                }
+            )]
+        );
+        assert_eq!(rc.drain().count(), 0);
     }
 }

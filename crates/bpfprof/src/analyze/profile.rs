@@ -37,6 +37,11 @@ impl Counts {
         self.samples += 1;
         self.period += period;
     }
+
+    pub fn merge(&mut self, o: Counts) {
+        self.samples += o.samples;
+        self.period += o.period;
+    }
 }
 
 /// Call stacks as a prefix tree: node = (parent, frame), root = 0.
@@ -56,6 +61,14 @@ impl<T> Default for Stacks<T> {
 }
 
 impl<T: Copy + Eq + std::hash::Hash> Stacks<T> {
+    /// Nodes built elsewhere, parents first; no further nodes are added.
+    fn from_nodes(nodes: Vec<(u32, T)>) -> Self {
+        Stacks {
+            nodes,
+            index: FxHashMap::default(),
+        }
+    }
+
     fn child(&mut self, parent: u32, f: T) -> u32 {
         if let Some(&n) = self.index.get(&(parent, f)) {
             return n;
@@ -105,10 +118,14 @@ pub struct ProfileOptions {
 
 pub struct Profile {
     pub sym: Symbolizer,
-    pub rows: FxHashMap<RowKey, Counts>,
+    /// Counts by row key. A key may appear more than once (one entry per
+    /// location that resolved to it): every reader groups rows anyway.
+    pub rows: Vec<(RowKey, Counts)>,
     pub stacks: Stacks,
     /// (row, stack leaf node) → counts; filled with `callchains`.
-    pub chains: FxHashMap<(RowKey, u32), Counts>,
+    /// (row, stack leaf node) → counts, as one entry per distinct
+    /// location stack: a key may repeat, and readers group anyway.
+    pub chains: Vec<((RowKey, u32), Counts)>,
     pub total: Counts,
     /// The sampling event whose samples are aggregated, by name.
     pub event: String,
@@ -199,9 +216,9 @@ impl Profile {
 
         let mut p = Profile {
             sym,
-            rows: FxHashMap::default(),
+            rows: Vec::new(),
             stacks: Stacks::default(),
-            chains: FxHashMap::default(),
+            chains: Vec::new(),
             total: Counts::default(),
             event: attrs[sampling].name.clone(),
             other_events: BTreeMap::new(),
@@ -261,7 +278,9 @@ impl Profile {
                                 ip,
                                 kernel,
                             };
-                            let row = match row_cache.get(&changes, key) {
+                            let period = period.max(1);
+                            p.total.add(period);
+                            let row = match row_cache.count(&changes, key, period) {
                                 Some(row) => row,
                                 None => {
                                     let comm = p.sym.threads.comm_of(tid);
@@ -273,21 +292,23 @@ impl Profile {
                                                 .push(((comm, pid, tid, loc), Counts::default()));
                                             loc_rows.len() as u32 - 1
                                         });
-                                    row_cache.put(&changes, key, row);
+                                    if let Loc::Bpf(b) = loc {
+                                        // Not cached: each BPF sample is
+                                        // also counted per registration.
+                                        loc_rows[row as usize].1.add(period);
+                                        p.bpf_samples.entry(b).or_default().add(period);
+                                        if opts.ip_hits {
+                                            let off = (ip - p.sym.bpf.syms[b as usize].addr) as u32;
+                                            p.bpf_hits.entry((b, off)).or_default().add(period);
+                                        }
+                                    } else if let Some((r, c)) =
+                                        row_cache.put(&changes, key, row, period)
+                                    {
+                                        loc_rows[r as usize].1.merge(c);
+                                    }
                                     row
                                 }
                             };
-                            let period = period.max(1);
-                            let ((_, _, _, loc), counts) = &mut loc_rows[row as usize];
-                            counts.add(period);
-                            p.total.add(period);
-                            if let Loc::Bpf(b) = *loc {
-                                p.bpf_samples.entry(b).or_default().add(period);
-                                if opts.ip_hits {
-                                    let off = (ip - p.sym.bpf.syms[b as usize].addr) as u32;
-                                    p.bpf_hits.entry((b, off)).or_default().add(period);
-                                }
-                            }
                             p.first_time = p.first_time.min(time);
                             p.last_time = p.last_time.max(time);
                             if opts.callchains {
@@ -350,6 +371,9 @@ impl Profile {
             Ok(())
         })?;
         progress.finish();
+        for (r, c) in row_cache.drain() {
+            loc_rows[r as usize].1.merge(c);
+        }
         p.sym.finish_loading();
         if p.sym.kallsyms.restricted {
             p.warnings.push(format!(
@@ -360,22 +384,32 @@ impl Profile {
         // In address order, so that the symbol tables are walked forward
         // rather than probed at random.
         drop(row_index);
-        let mut order: Vec<u32> = (0..loc_rows.len() as u32).collect();
-        order.sort_unstable_by_key(|&r| loc_rows[r as usize].0 .3);
-        for &r in &order {
-            let ((comm, pid, tid, loc), c) = loc_rows[r as usize];
-            let frame = p.sym.frame(loc);
-            let row = p
-                .rows
-                .entry(RowKey {
+        let mut order: Vec<(Loc, u32)> = loc_rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.0 .3, i as u32))
+            .collect();
+        order.sort_unstable();
+        p.rows.reserve(order.len());
+        let mut last: Option<(Loc, Frame)> = None;
+        let mut row_frames = vec![Frame { dso: 0, sym: 0 }; loc_rows.len()];
+        for &(loc, r) in &order {
+            let ((comm, pid, tid, _), c) = loc_rows[r as usize];
+            let frame = match last {
+                Some((l, f)) if l == loc => f,
+                _ => p.sym.frame(loc),
+            };
+            last = Some((loc, frame));
+            row_frames[r as usize] = frame;
+            p.rows.push((
+                RowKey {
                     comm,
                     pid,
                     tid,
                     frame,
-                })
-                .or_default();
-            row.samples += c.samples;
-            row.period += c.period;
+                },
+                c,
+            ));
             if opts.ip_hits {
                 let addr = match loc {
                     Loc::Kernel(a) => Some(a),
@@ -394,32 +428,29 @@ impl Profile {
                 }
             }
         }
-        // Nodes are created after their parents, so one forward pass maps
-        // every location stack onto a frame stack.
-        let mut frame_node = vec![0u32; loc_stacks.nodes.len()];
-        for i in 1..loc_stacks.nodes.len() {
-            let (parent, loc) = loc_stacks.nodes[i];
-            let f = p.sym.frame(loc);
-            frame_node[i] = p.stacks.child(frame_node[parent as usize], f);
-        }
-        for ((row, node), c) in loc_chains {
-            let (comm, pid, tid, loc) = loc_rows[row as usize].0;
-            let frame = p.sym.frame(loc);
-            let e = p
-                .chains
-                .entry((
-                    RowKey {
-                        comm,
-                        pid,
-                        tid,
-                        frame,
-                    },
-                    frame_node[node as usize],
-                ))
-                .or_default();
-            e.samples += c.samples;
-            e.period += c.period;
-        }
+        // The frame stacks mirror the location stacks node for node, so
+        // that nothing is interned again; readers merge frames as they go.
+        p.stacks = Stacks::from_nodes(
+            loc_stacks
+                .nodes
+                .iter()
+                .map(|&(parent, loc)| (parent, p.sym.frame(loc)))
+                .collect(),
+        );
+        p.chains = loc_chains
+            .into_iter()
+            .map(|((row, node), c)| {
+                let (comm, pid, tid, _) = loc_rows[row as usize].0;
+                let frame = row_frames[row as usize];
+                let key = RowKey {
+                    comm,
+                    pid,
+                    tid,
+                    frame,
+                };
+                ((key, node), c)
+            })
+            .collect();
         if p.first_time == u64::MAX {
             p.first_time = 0;
         }

@@ -132,6 +132,10 @@ pub struct Symbolizer {
     /// The group symbol of each BPF DSO (a BPF DSO is a function name).
     bpf_groups: FxHashMap<DsoId, SymId>,
     kernel_dso: Option<DsoId>,
+    /// The kernel symbol resolved last, as [start, end) and its frame:
+    /// locations are resolved in address order, and most kernel locations
+    /// fall in the function just resolved.
+    last_kernel: Option<(u64, u64, Frame)>,
     loader: Option<loader::Loader>,
     requested: Vec<bool>,
     /// Files whose symbols could not be read, with why (reported once).
@@ -157,6 +161,7 @@ impl Symbolizer {
             frames: FxHashMap::default(),
             bpf_groups: FxHashMap::default(),
             kernel_dso: None,
+            last_kernel: None,
             loader: Some(loader::Loader::start(kallsyms)),
             requested: Vec::new(),
             unreadable: Vec::new(),
@@ -302,6 +307,20 @@ impl Symbolizer {
     }
 
     fn kernel_frame(&mut self, addr: u64) -> Frame {
+        if let Some((start, end, f)) = self.last_kernel {
+            if start <= addr && addr < end {
+                return f;
+            }
+        }
+        let f = self.kernel_frame_uncached(addr);
+        if let Some(k) = self.kallsyms.lookup(addr) {
+            let end = self.kallsyms.next_after(addr).unwrap_or(u64::MAX);
+            self.last_kernel = Some((k.start, end, f));
+        }
+        f
+    }
+
+    fn kernel_frame_uncached(&mut self, addr: u64) -> Frame {
         let Some(k) = self.kallsyms.lookup(addr) else {
             return self.unknown_frame(addr);
         };
