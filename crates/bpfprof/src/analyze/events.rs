@@ -6,6 +6,9 @@ use std::sync::mpsc::{Receiver, SyncSender};
 
 use perfdata::{ksym, PerfFile, Record};
 
+use super::memo::{Changes, SampleKey};
+use super::raw_stacks::{RawNode, RawStacks};
+
 /// What the replay needs of a record.
 pub enum Event {
     Sample {
@@ -17,8 +20,9 @@ pub enum Event {
         ip: u64,
         period: u64,
         time: u64,
-        /// Range of this sample's callchain in [`Batch::chains`].
-        chain: (u32, u32),
+        /// The leaf node of this sample's stack (0 without call chains),
+        /// and how many of [`Batch::nodes`] are seen by the end of it.
+        stack: (u32, u32),
     },
     Comm(Box<CommEvent>),
     Fork {
@@ -72,7 +76,8 @@ pub struct KsymbolEvent {
 #[derive(Default)]
 pub struct Batch {
     pub events: Vec<Event>,
-    pub chains: Vec<u64>,
+    /// Stack nodes first seen in this batch, in id order.
+    pub nodes: Vec<RawNode>,
     /// File offset reached, for progress.
     pub offset: u64,
     /// Reader warnings, in the last batch.
@@ -85,7 +90,7 @@ impl Batch {
     /// Empty it for reuse, keeping its allocations.
     pub fn clear(&mut self) {
         self.events.clear();
-        self.chains.clear();
+        self.nodes.clear();
         self.warnings.clear();
         self.offset = 0;
     }
@@ -115,6 +120,9 @@ pub fn stream(
         }
     };
     let mut batch = fresh();
+    let mut changes = Changes::default();
+    let mut stacks = RawStacks::default();
+    let mut chain: Vec<u64> = Vec::with_capacity(256);
     loop {
         let r = match records.next() {
             Ok(Some(r)) => r,
@@ -129,9 +137,17 @@ pub fn stream(
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         let ev = match r.record {
             Record::Sample(s) => {
-                let start = batch.chains.len() as u32;
+                let mut leaf = 0;
                 if callchains {
-                    batch.chains.extend(s.callchain());
+                    let key = SampleKey {
+                        tid: s.tid,
+                        pid: s.pid,
+                        ip: s.ip,
+                        kernel: is_kernel_mode(r.header.misc, s.ip),
+                    };
+                    chain.clear();
+                    chain.extend(s.callchain());
+                    leaf = stacks.leaf(&changes, key, &chain, &mut batch.nodes);
                 }
                 Event::Sample {
                     attr: file.attr_index(s.id).unwrap_or(0) as u32,
@@ -141,7 +157,7 @@ pub fn stream(
                     ip: s.ip,
                     period: s.period,
                     time: s.time,
-                    chain: (start, batch.chains.len() as u32),
+                    stack: (leaf, batch.nodes.len() as u32),
                 }
             }
             Record::Comm(c) => Event::Comm(Box::new(CommEvent {
@@ -201,6 +217,7 @@ pub fn stream(
             Record::LostSamples(n) => Event::LostSamples(n),
             _ => continue,
         };
+        note(&mut changes, &ev);
         batch.events.push(ev);
         if batch.events.len() >= BATCH {
             batch.offset = r.offset;
@@ -211,4 +228,24 @@ pub fn stream(
     }
     batch.warnings = std::mem::take(&mut records.warnings);
     let _ = tx.send(Ok(batch));
+}
+
+/// Record in `ch` what an event changes for the samples after it.
+pub fn note(ch: &mut Changes, ev: &Event) {
+    match ev {
+        Event::Comm(c) => ch.process(c.pid),
+        Event::Fork { pid, .. } => ch.process(*pid),
+        Event::Mmap(m) => ch.process(m.pid),
+        Event::Ksymbol(_) | Event::BpfProg { .. } => ch.kernel(),
+        Event::Sample { .. } | Event::Exit { .. } | Event::Lost(_) | Event::LostSamples(_) => {}
+    }
+}
+
+pub fn is_kernel_mode(misc_bits: u16, ip: u64) -> bool {
+    use perfdata::misc;
+    match misc_bits & misc::CPUMODE_MASK {
+        misc::KERNEL | misc::GUEST_KERNEL => true,
+        misc::USER | misc::GUEST_USER => false,
+        _ => ip >= crate::symbolize::KERNEL_START,
+    }
 }

@@ -40,7 +40,7 @@ impl Changes {
     }
 
     /// The last change that matters to a sample of `pid`.
-    fn last(&self, pid: u32, kernel: bool) -> u32 {
+    pub fn last(&self, pid: u32, kernel: bool) -> u32 {
         let p = self.processes.get(&pid).copied().unwrap_or(0);
         if kernel {
             p.max(self.kernel)
@@ -186,12 +186,14 @@ pub struct StackCache {
 impl StackCache {
     /// The leaf node of a sample's stack. `raw` is the callchain as
     /// recorded (leaf first, with context markers); `child` interns one
-    /// frame under a parent node, resolving it.
+    /// frame under a parent node; the outermost frame goes under `root`,
+    /// which must be the same while nothing changed for the process.
     pub fn leaf(
         &mut self,
         ch: &Changes,
         k: SampleKey,
         raw: &[u64],
+        root: u32,
         mut child: impl FnMut(u32, u64, bool) -> u32,
     ) -> u32 {
         let pid = k.pid;
@@ -211,7 +213,7 @@ impl StackCache {
         let n = self.frames.len();
         self.nodes.clear();
         self.nodes.resize(n, 0);
-        let mut node = 0;
+        let mut node = root;
         if shared > 0 {
             node = prev.nodes[prev.frames.len() - shared];
             self.nodes[n - shared..].copy_from_slice(&prev.nodes[prev.frames.len() - shared..]);
@@ -273,7 +275,7 @@ mod tests {
             ip: 0,
             kernel: false,
         };
-        c.leaf(ch, k, raw, |p, a, _| t.child(p, a))
+        c.leaf(ch, k, raw, 0, |p, a, _| t.child(p, a))
     }
 
     #[test]

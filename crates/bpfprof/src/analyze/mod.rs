@@ -8,6 +8,7 @@ pub mod callgraph;
 mod events;
 mod memo;
 pub mod profile;
+mod raw_stacks;
 pub mod render;
 pub mod table;
 

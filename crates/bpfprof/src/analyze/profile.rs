@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
-use perfdata::{misc, BpfProgInfo, PerfFile};
+use perfdata::{BpfProgInfo, PerfFile};
 
-use super::events::Event;
-use super::memo::{Changes, RowCache, SampleKey, StackCache};
+use super::events::{is_kernel_mode, note, Event};
+use super::memo::{Changes, RowCache, SampleKey};
+use super::raw_stacks::NodeKind;
 use rustc_hash::FxHashMap;
 
 use crate::symbolize::Map;
@@ -44,43 +45,23 @@ impl Counts {
     }
 }
 
-/// Call stacks as a prefix tree: node = (parent, frame), root = 0.
+/// Call stacks as a prefix tree: node = (parent, frame), root = 0, every
+/// node after its parent. Equal frame stacks may be different nodes (they
+/// mirror the recording's address stacks); readers merge by frame.
 #[derive(Debug)]
 pub struct Stacks<T = Frame> {
     pub nodes: Vec<(u32, T)>,
-    index: FxHashMap<(u32, T), u32>,
 }
 
 impl<T> Default for Stacks<T> {
     fn default() -> Self {
-        Stacks {
-            nodes: Vec::new(),
-            index: FxHashMap::default(),
-        }
+        Stacks { nodes: Vec::new() }
     }
 }
 
-impl<T: Copy + Eq + std::hash::Hash> Stacks<T> {
-    /// Nodes built elsewhere, parents first; no further nodes are added.
+impl<T: Copy> Stacks<T> {
     fn from_nodes(nodes: Vec<(u32, T)>) -> Self {
-        Stacks {
-            nodes,
-            index: FxHashMap::default(),
-        }
-    }
-
-    fn child(&mut self, parent: u32, f: T) -> u32 {
-        if let Some(&n) = self.index.get(&(parent, f)) {
-            return n;
-        }
-        if self.nodes.is_empty() {
-            // Node 0 is the root; its frame is never read.
-            self.nodes.push((0, f));
-        }
-        let n = self.nodes.len() as u32;
-        self.nodes.push((parent, f));
-        self.index.insert((parent, f), n);
-        n
+        Stacks { nodes }
     }
 
     /// Frames of a stack, leaf first.
@@ -239,12 +220,14 @@ impl Profile {
         type LocKey = (CommId, u32, u32, Loc);
         let mut row_index: FxHashMap<LocKey, u32> = FxHashMap::default();
         let mut loc_rows: Vec<(LocKey, Counts)> = Vec::new();
-        let mut loc_stacks: Stacks<Loc> = Stacks::default();
+        // Location stacks mirror the reader's address stacks: raw node id →
+        // location node id (a process root maps to the root).
+        let mut loc_nodes: Vec<(u32, Loc)> = vec![(0, Loc::Unknown(0))];
+        let mut raw_to_loc: Vec<u32> = vec![0];
         // (row, stack leaf node) → counts.
         let mut loc_chains: FxHashMap<(u32, u32), Counts> = FxHashMap::default();
         let mut changes = Changes::default();
         let mut row_cache = RowCache::default();
-        let mut stack_cache = StackCache::default();
         let (tx, rx) = std::sync::mpsc::sync_channel(4);
         let (give_back, recycle) = std::sync::mpsc::channel();
         std::thread::scope(|scope| -> Result<()> {
@@ -253,7 +236,9 @@ impl Profile {
                 let mut batch = batch.with_context(|| format!("reading {path}"))?;
                 progress.update(batch.offset);
                 p.warnings.append(&mut batch.warnings);
+                let mut seen = 0;
                 for ev in &batch.events {
+                    note(&mut changes, ev);
                     match *ev {
                         Event::Sample {
                             attr,
@@ -263,8 +248,21 @@ impl Profile {
                             ip,
                             period,
                             time,
-                            chain: (c0, c1),
+                            stack: (leaf, seen_by),
                         } => {
+                            for n in &batch.nodes[seen..seen_by as usize] {
+                                let id = match n.kind {
+                                    NodeKind::Process => 0,
+                                    kind => {
+                                        let kernel = kind == NodeKind::Kernel;
+                                        let loc = p.sym.locate(pid, n.addr, kernel);
+                                        loc_nodes.push((raw_to_loc[n.parent as usize], loc));
+                                        loc_nodes.len() as u32 - 1
+                                    }
+                                };
+                                raw_to_loc.push(id);
+                            }
+                            seen = seen_by as usize;
                             if attr as usize != sampling {
                                 *p.other_events
                                     .entry(attrs[attr as usize].name.clone())
@@ -312,35 +310,22 @@ impl Profile {
                             p.first_time = p.first_time.min(time);
                             p.last_time = p.last_time.max(time);
                             if opts.callchains {
-                                let raw = &batch.chains[c0 as usize..c1 as usize];
-                                let sym = &mut p.sym;
-                                let node =
-                                    stack_cache.leaf(&changes, key, raw, |parent, addr, k| {
-                                        loc_stacks.child(parent, sym.locate(pid, addr, k))
-                                    });
+                                let node = raw_to_loc[leaf as usize];
                                 loc_chains.entry((row, node)).or_default().add(period);
                             }
                         }
-                        Event::Comm(ref c) => {
-                            changes.process(c.pid);
-                            p.sym.threads.set_comm(c.tid, &c.comm)
-                        }
+                        Event::Comm(ref c) => p.sym.threads.set_comm(c.tid, &c.comm),
                         Event::Fork {
                             pid,
                             ppid,
                             tid,
                             ptid,
-                        } => {
-                            changes.process(pid);
-                            p.sym.threads.fork(pid, ppid, tid, ptid)
-                        }
+                        } => p.sym.threads.fork(pid, ppid, tid, ptid),
                         Event::Exit { pid, tid } => p.sym.threads.exit(pid, tid),
                         Event::Mmap(ref m) => {
-                            changes.process(m.pid);
                             p.map(m.pid, m.addr, m.len, m.pgoff, &m.name, m.build_id.clone())
                         }
                         Event::Ksymbol(ref k) => {
-                            changes.kernel();
                             if k.unregister {
                                 p.sym.bpf.unregister(k.addr, &k.name, k.time);
                             } else if k.len > 0 {
@@ -355,7 +340,6 @@ impl Profile {
                             pid,
                             tid,
                         } => {
-                            changes.kernel();
                             p.sym.bpf.bpf_event(load, id, tag, time, pid, tid);
                             if load && time != 0 {
                                 // Keep the loader's name while it is known.
@@ -431,8 +415,7 @@ impl Profile {
         // The frame stacks mirror the location stacks node for node, so
         // that nothing is interned again; readers merge frames as they go.
         p.stacks = Stacks::from_nodes(
-            loc_stacks
-                .nodes
+            loc_nodes
                 .iter()
                 .map(|&(parent, loc)| (parent, p.sym.frame(loc)))
                 .collect(),
@@ -497,13 +480,5 @@ impl Profile {
         } else {
             100.0 * c.period as f64 / self.total.period as f64
         }
-    }
-}
-
-fn is_kernel_mode(misc_bits: u16, ip: u64) -> bool {
-    match misc_bits & misc::CPUMODE_MASK {
-        misc::KERNEL | misc::GUEST_KERNEL => true,
-        misc::USER | misc::GUEST_USER => false,
-        _ => ip >= crate::symbolize::KERNEL_START,
     }
 }

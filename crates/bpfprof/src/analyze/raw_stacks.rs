@@ -1,0 +1,144 @@
+//! Call stacks interned by address on the reading thread.
+//!
+//! Interning a stack frame by frame is most of the work of a report with
+//! call graphs, and it needs no symbol: only the addresses and which
+//! process (in which state) they belong to. So the thread that reads the
+//! file interns them, and hands over each node once, when first seen; the
+//! replay resolves that one node to a location and never probes a table.
+
+use rustc_hash::FxHashMap;
+
+use super::memo::{Changes, SampleKey, StackCache};
+
+/// What a node stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NodeKind {
+    User,
+    Kernel,
+    /// The root of one process's stacks while nothing changed for it (its
+    /// mappings, its threads, the BPF symbols): the same address may mean
+    /// another function in another process or after an exec.
+    Process,
+}
+
+/// A node first seen: its parent and address.
+#[derive(Debug, Clone, Copy)]
+pub struct RawNode {
+    pub parent: u32,
+    pub addr: u64,
+    pub kind: NodeKind,
+}
+
+/// The tree; node 0 is the root of everything.
+pub struct RawStacks {
+    index: FxHashMap<(u32, u64, NodeKind), u32>,
+    len: u32,
+    memo: StackCache,
+}
+
+impl Default for RawStacks {
+    fn default() -> Self {
+        RawStacks {
+            index: FxHashMap::default(),
+            len: 1,
+            memo: StackCache::default(),
+        }
+    }
+}
+
+impl RawStacks {
+    /// The leaf node of a sample's stack (`raw` as recorded, leaf first);
+    /// nodes seen for the first time are appended to `new`, in id order.
+    pub fn leaf(&mut self, ch: &Changes, k: SampleKey, raw: &[u64], new: &mut Vec<RawNode>) -> u32 {
+        let RawStacks { index, len, memo } = self;
+        let mut intern = |parent: u32, addr: u64, kind: NodeKind| {
+            *index.entry((parent, addr, kind)).or_insert_with(|| {
+                new.push(RawNode { parent, addr, kind });
+                *len += 1;
+                *len - 1
+            })
+        };
+        let state = (k.pid as u64) << 32 | ch.last(k.pid, true) as u64;
+        let root = intern(0, state, NodeKind::Process);
+        memo.leaf(ch, k, raw, root, |parent, addr, kernel| {
+            let kind = if kernel {
+                NodeKind::Kernel
+            } else {
+                NodeKind::User
+            };
+            intern(parent, addr, kind)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use perfdata::context;
+
+    fn key(pid: u32) -> SampleKey {
+        SampleKey {
+            tid: pid,
+            pid,
+            ip: 0,
+            kernel: false,
+        }
+    }
+
+    /// Frames of a leaf, leaf first, from the nodes handed over.
+    fn frames(nodes: &[RawNode], mut n: u32) -> Vec<(u64, NodeKind)> {
+        let mut out = Vec::new();
+        while n != 0 {
+            let r = nodes[n as usize - 1];
+            out.push((r.addr, r.kind));
+            n = r.parent;
+        }
+        out
+    }
+
+    #[test]
+    fn nodes_come_once_and_rebuild_each_stack() {
+        let (mut t, mut ch, mut new) = (RawStacks::default(), Changes::default(), Vec::new());
+        let a = [
+            context::KERNEL,
+            0xffff_ffff_8100_0010,
+            context::USER,
+            10,
+            20,
+        ];
+        let b = [context::USER, 11, 20];
+        let la = t.leaf(&ch, key(7), &a, &mut new);
+        let lb = t.leaf(&ch, key(7), &b, &mut new);
+        assert_eq!(
+            new.len(),
+            1 + 3 + 1,
+            "process root, a's frames, b's new leaf"
+        );
+        let state0 = 7u64 << 32;
+        use NodeKind::*;
+        assert_eq!(
+            frames(&new, la),
+            vec![
+                (0xffff_ffff_8100_0010, Kernel),
+                (10, User),
+                (20, User),
+                (state0, Process)
+            ]
+        );
+        assert_eq!(
+            frames(&new, lb),
+            vec![(11, User), (20, User), (state0, Process)]
+        );
+        // Another process, or the same one after an MMAP: a new root.
+        let lc = t.leaf(&ch, key(8), &b, &mut new);
+        ch.process(7);
+        let ld = t.leaf(&ch, key(7), &b, &mut new);
+        assert_ne!(lc, lb);
+        assert_ne!(ld, lb);
+        assert_eq!(frames(&new, ld).last(), Some(&((7u64 << 32) | 1, Process)));
+        // The same stack again adds nothing.
+        let before = new.len();
+        assert_eq!(t.leaf(&ch, key(7), &b, &mut new), ld);
+        assert_eq!(new.len(), before);
+    }
+}
