@@ -32,14 +32,20 @@ pub struct RawNode {
 /// The tree; node 0 is the root of everything.
 pub struct RawStacks {
     index: FxHashMap<(u32, u64, NodeKind), u32>,
+    /// Recently used (parent, address) → node, direct-mapped: the hot part
+    /// of a big tree, small enough to stay in the CPU cache.
+    recent: Vec<(u64, u32, u32)>,
     len: u32,
     memo: StackCache,
 }
+
+const RECENT: usize = 1 << 15;
 
 impl Default for RawStacks {
     fn default() -> Self {
         RawStacks {
             index: FxHashMap::default(),
+            recent: vec![(0, 0, 0); RECENT],
             len: 1,
             memo: StackCache::default(),
         }
@@ -50,13 +56,28 @@ impl RawStacks {
     /// The leaf node of a sample's stack (`raw` as recorded, leaf first);
     /// nodes seen for the first time are appended to `new`, in id order.
     pub fn leaf(&mut self, ch: &Changes, k: SampleKey, raw: &[u64], new: &mut Vec<RawNode>) -> u32 {
-        let RawStacks { index, len, memo } = self;
+        let RawStacks {
+            index,
+            recent,
+            len,
+            memo,
+        } = self;
         let mut intern = |parent: u32, addr: u64, kind: NodeKind| {
-            *index.entry((parent, addr, kind)).or_insert_with(|| {
+            // The parent and kind share one word of the slot; node 0 is
+            // never a child, so a zeroed slot matches nothing.
+            let tag = parent << 2 | kind as u32;
+            let h = (addr ^ (tag as u64) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let slot = &mut recent[(h >> (64 - 15)) as usize];
+            if slot.0 == addr && slot.1 == tag && slot.2 != 0 {
+                return slot.2;
+            }
+            let n = *index.entry((parent, addr, kind)).or_insert_with(|| {
                 new.push(RawNode { parent, addr, kind });
                 *len += 1;
                 *len - 1
-            })
+            });
+            *slot = (addr, tag, n);
+            n
         };
         let state = (k.pid as u64) << 32 | ch.last(k.pid, true) as u64;
         let root = intern(0, state, NodeKind::Process);
