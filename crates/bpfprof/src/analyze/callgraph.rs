@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::profile::{Counts, Profile};
 use super::table::{group_key, Filters, SortKey};
@@ -18,26 +18,40 @@ pub enum CallOrder {
     Caller,
 }
 
+/// Children in a vector: most nodes have one or two, and a search through
+/// those beats hashing (and allocating a table) per node.
 #[derive(Default)]
 struct Node {
     counts: Counts,
-    children: FxHashMap<SymId, Node>,
+    children: Vec<(SymId, Node)>,
 }
 
-/// The stacks of every output row, gathered in one pass over the
+impl Node {
+    fn child(&mut self, s: SymId) -> &mut Node {
+        let i = match self.children.iter().position(|c| c.0 == s) {
+            Some(i) => i,
+            None => {
+                self.children.push((s, Node::default()));
+                self.children.len() - 1
+            }
+        };
+        &mut self.children[i].1
+    }
+}
+
+/// The stacks of the `wanted` output rows, gathered in one pass over the
 /// profile's stacks (a per-row scan would be rows × stacks).
 pub fn index(
     p: &Profile,
     keys: &[SortKey],
     filters: &Filters,
+    wanted: &FxHashSet<[u64; 5]>,
 ) -> FxHashMap<[u64; 5], Vec<(u32, Counts)>> {
     let mut by_row: FxHashMap<[u64; 5], Vec<(u32, Counts)>> = FxHashMap::default();
     for ((k, node), c) in &p.chains {
-        if filters.keep(p, k) {
-            by_row
-                .entry(group_key(keys, p, k))
-                .or_default()
-                .push((*node, *c));
+        let g = group_key(keys, p, k);
+        if wanted.contains(&g) && filters.keep(p, k) {
+            by_row.entry(g).or_default().push((*node, *c));
         }
     }
     by_row
@@ -80,7 +94,7 @@ pub fn print(
         n.counts.samples += c.samples;
         n.counts.period += c.period;
         for &s in &frames {
-            n = n.children.entry(s).or_default();
+            n = n.child(s);
             n.counts.samples += c.samples;
             n.counts.period += c.period;
         }
@@ -99,6 +113,7 @@ fn walk(p: &Profile, n: &Node, depth: usize, min: f64, out: &mut dyn Write) -> s
         .children
         .iter()
         .filter(|(_, c)| p.percent(&c.counts) >= min)
+        .map(|(s, c)| (s, c))
         .collect();
     kids.sort_by(|a, b| b.1.counts.period.cmp(&a.1.counts.period).then(a.0.cmp(b.0)));
     let single = kids.len() == 1 && kids[0].1.counts.period == n.counts.period;

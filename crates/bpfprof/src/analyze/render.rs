@@ -126,9 +126,18 @@ fn main_table(
         dots += &format!("  {}", ".".repeat(w));
     }
     writeln!(out, "{}\n{}\n#", head.trim_end(), dots)?;
-    let stacks = o
-        .callgraph
-        .map(|_| callgraph::index(p, &o.keys, &o.filters));
+    // Only rows at or above the graph's threshold can print a branch; the
+    // others print the empty line that ends a graph (every sample has a
+    // stack, so a row with samples has one).
+    let graph_min = o.percent_limit.max(0.5);
+    let stacks = o.callgraph.map(|_| {
+        let wanted = visible
+            .iter()
+            .filter(|r| r.counts.samples > 0 && p.percent(&r.counts) >= graph_min)
+            .map(|r| table::group_key(&o.keys, p, &r.key))
+            .collect();
+        callgraph::index(p, &o.keys, &o.filters, &wanted)
+    });
     for (r, row) in visible.iter().zip(&cells) {
         let mut line = String::new();
         if let Some(ch) = r.children {
@@ -146,8 +155,10 @@ fn main_table(
         }
         writeln!(out, "{line}")?;
         if let (Some(order), Some(stacks)) = (o.callgraph, &stacks) {
-            if let Some(s) = stacks.get(&table::group_key(&o.keys, p, &r.key)) {
-                callgraph::print(p, s, order, o.percent_limit.max(0.5), out)?;
+            match stacks.get(&table::group_key(&o.keys, p, &r.key)) {
+                Some(s) => callgraph::print(p, s, order, graph_min, out)?,
+                None if r.counts.samples > 0 => writeln!(out)?,
+                None => {}
             }
         }
     }
