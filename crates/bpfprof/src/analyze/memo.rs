@@ -163,22 +163,33 @@ impl RowCache {
     }
 }
 
-/// A thread's previous call stack: its frames leaf first, as (address,
-/// kernel mode), and the stack-tree node of each.
+/// One of a thread's recent call stacks: its frames leaf first, as
+/// (address, kernel mode), and the stack-tree node of each.
 #[derive(Default)]
 struct Previous {
-    pid: u32,
     seq: u32,
     frames: Vec<(u64, bool)>,
     nodes: Vec<u32>,
 }
 
-/// Per-thread previous stacks, so that the frames a stack shares with the
-/// one before it, counted from the root, are neither resolved nor interned
-/// again.
+/// How many recent stacks are kept per thread: a thread's samples often
+/// alternate between a few paths (a loop calling two functions), and the
+/// stack two samples back may share more than the last one.
+const RECENT_STACKS: usize = 4;
+
+#[derive(Default)]
+struct Thread {
+    pid: u32,
+    recent: [Previous; RECENT_STACKS],
+    /// The slot to overwrite next.
+    next: usize,
+}
+
+/// Per-thread recent stacks, so that the frames a stack shares with one of
+/// them, counted from the root, are neither resolved nor interned again.
 #[derive(Default)]
 pub struct StackCache {
-    threads: FxHashMap<u32, Previous>,
+    threads: FxHashMap<u32, Thread>,
     frames: Vec<(u64, bool)>,
     nodes: Vec<u32>,
 }
@@ -199,22 +210,36 @@ impl StackCache {
         let pid = k.pid;
         self.frames.clear();
         frames_of(raw, k.ip, k.kernel, &mut self.frames);
-        let prev = self.threads.entry(k.tid).or_default();
-        let shared = if prev.pid == pid && prev.seq >= ch.last(pid, true) {
-            self.frames
+        let t = self.threads.entry(k.tid).or_default();
+        if t.pid != pid {
+            *t = Thread {
+                pid,
+                ..Thread::default()
+            };
+        }
+        let valid_since = ch.last(pid, true);
+        let (mut best, mut shared) = (0, 0);
+        for (i, prev) in t.recent.iter().enumerate() {
+            if prev.seq < valid_since || prev.frames.is_empty() {
+                continue;
+            }
+            let n = self
+                .frames
                 .iter()
                 .rev()
                 .zip(prev.frames.iter().rev())
                 .take_while(|(a, b)| a == b)
-                .count()
-        } else {
-            0
-        };
+                .count();
+            if n > shared {
+                (best, shared) = (i, n);
+            }
+        }
         let n = self.frames.len();
         self.nodes.clear();
         self.nodes.resize(n, 0);
         let mut node = root;
         if shared > 0 {
+            let prev = &t.recent[best];
             node = prev.nodes[prev.frames.len() - shared];
             self.nodes[n - shared..].copy_from_slice(&prev.nodes[prev.frames.len() - shared..]);
         }
@@ -223,10 +248,11 @@ impl StackCache {
             node = child(node, addr, k);
             self.nodes[i] = node;
         }
-        prev.pid = pid;
-        prev.seq = ch.now();
-        std::mem::swap(&mut prev.frames, &mut self.frames);
-        std::mem::swap(&mut prev.nodes, &mut self.nodes);
+        let slot = &mut t.recent[t.next];
+        t.next = (t.next + 1) % RECENT_STACKS;
+        slot.seq = ch.now();
+        std::mem::swap(&mut slot.frames, &mut self.frames);
+        std::mem::swap(&mut slot.nodes, &mut self.nodes);
         node
     }
 }
@@ -299,6 +325,18 @@ mod tests {
                 .fold(0, |node, &addr| fresh.child(node, addr))
         };
         assert_eq!((la, lb), (walk(&a), walk(&b)));
+    }
+
+    #[test]
+    fn a_thread_alternating_between_two_paths_reuses_both() {
+        let (mut c, ch, mut t) = (StackCache::default(), Changes::default(), Tree::default());
+        let a = [context::USER, 10, 20, 30, 40];
+        let b = [context::USER, 11, 21, 31, 40];
+        let la = leaf(&mut c, &ch, &mut t, 7, &a);
+        leaf(&mut c, &ch, &mut t, 7, &b);
+        let asked = t.asked;
+        assert_eq!(leaf(&mut c, &ch, &mut t, 7, &a), la);
+        assert_eq!(t.asked, asked, "a is still remembered behind b");
     }
 
     #[test]
