@@ -48,24 +48,14 @@ impl Counts {
 /// Call stacks as a prefix tree: node = (parent, frame), root = 0, every
 /// node after its parent. Equal frame stacks may be different nodes (they
 /// mirror the recording's address stacks); readers merge by frame.
-#[derive(Debug)]
-pub struct Stacks<T = Frame> {
-    pub nodes: Vec<(u32, T)>,
+#[derive(Debug, Default)]
+pub struct Stacks {
+    pub nodes: Vec<(u32, Frame)>,
 }
 
-impl<T> Default for Stacks<T> {
-    fn default() -> Self {
-        Stacks { nodes: Vec::new() }
-    }
-}
-
-impl<T: Copy> Stacks<T> {
-    fn from_nodes(nodes: Vec<(u32, T)>) -> Self {
-        Stacks { nodes }
-    }
-
+impl Stacks {
     /// Frames of a stack, leaf first.
-    pub fn frames(&self, mut node: u32) -> impl Iterator<Item = T> + '_ {
+    pub fn frames(&self, mut node: u32) -> impl Iterator<Item = Frame> + '_ {
         std::iter::from_fn(move || {
             if node == 0 {
                 return None;
@@ -376,7 +366,8 @@ impl Profile {
         order.sort_unstable();
         p.rows.reserve(order.len());
         let mut last: Option<(Loc, Frame)> = None;
-        let mut row_frames = vec![Frame { dso: 0, sym: 0 }; loc_rows.len()];
+        // Each location row's key, by row: chains refer to rows.
+        let mut row_keys: Vec<Option<RowKey>> = vec![None; loc_rows.len()];
         for &(loc, r) in &order {
             let ((comm, pid, tid, _), c) = loc_rows[r as usize];
             let frame = match last {
@@ -384,16 +375,14 @@ impl Profile {
                 _ => p.sym.frame(loc),
             };
             last = Some((loc, frame));
-            row_frames[r as usize] = frame;
-            p.rows.push((
-                RowKey {
-                    comm,
-                    pid,
-                    tid,
-                    frame,
-                },
-                c,
-            ));
+            let key = RowKey {
+                comm,
+                pid,
+                tid,
+                frame,
+            };
+            row_keys[r as usize] = Some(key);
+            p.rows.push((key, c));
             if opts.ip_hits {
                 let addr = match loc {
                     Loc::Kernel(a) => Some(a),
@@ -414,25 +403,15 @@ impl Profile {
         }
         // The frame stacks mirror the location stacks node for node, so
         // that nothing is interned again; readers merge frames as they go.
-        p.stacks = Stacks::from_nodes(
-            loc_nodes
+        p.stacks = Stacks {
+            nodes: loc_nodes
                 .iter()
                 .map(|&(parent, loc)| (parent, p.sym.frame(loc)))
                 .collect(),
-        );
+        };
         p.chains = loc_chains
             .into_iter()
-            .map(|((row, node), c)| {
-                let (comm, pid, tid, _) = loc_rows[row as usize].0;
-                let frame = row_frames[row as usize];
-                let key = RowKey {
-                    comm,
-                    pid,
-                    tid,
-                    frame,
-                };
-                ((key, node), c)
-            })
+            .filter_map(|((row, node), c)| Some(((row_keys[row as usize]?, node), c)))
             .collect();
         if p.first_time == u64::MAX {
             p.first_time = 0;
