@@ -241,13 +241,16 @@ fn children_agree_with_perf_and_run_through_the_bpf_frame() {
     let work = find(&format!("{0} | [k] {0}", names[1]));
     let main = find(&format!("{0} | [k] {0}", names[0]));
     assert!(work.pct >= 1.0, "the loop is hot: {work:?}");
+    // A sample in `work`'s prologue, before it sets its frame pointer,
+    // unwinds straight past its caller (perf shows the same stacks: seen
+    // at work+0x2b, one sample in ~6500), so the caller may miss a few.
     for caller in [
         main.clone(),
         find("[kernel.kallsyms] | [k] trace_call_bpf"),
         find("[kernel.kallsyms] | [k] do_syscall_64"),
     ] {
         assert!(
-            caller.children.unwrap() + 1e-9 >= work.pct,
+            caller.children.unwrap() + 0.1 >= work.pct,
             "{caller:?} includes the samples of {work:?}"
         );
     }
