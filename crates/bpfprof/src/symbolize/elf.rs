@@ -191,11 +191,25 @@ pub fn demangle(name: &str) -> String {
         let base = name.split('.').next().unwrap_or(name);
         if let Ok(d) = cpp_demangle::Symbol::new(base) {
             if let Ok(full) = d.demangle(&cpp_demangle::DemangleOptions::default()) {
-                return strip_signature(&full);
+                return strip_signature(&drop_empty_packs(&full));
             }
         }
     }
     name.to_string()
+}
+
+/// cpp_demangle prints an empty template parameter pack as an empty
+/// argument (`AnalysisManager<llvm::Function, >`); libiberty, and so perf,
+/// leaves it out. No C++ name has an empty argument otherwise.
+fn drop_empty_packs(s: &str) -> String {
+    if !s.contains(", >") && !s.contains(", , ") {
+        return s.to_string();
+    }
+    let mut out = s.replace(", , ", ", ");
+    while out.contains(", , ") {
+        out = out.replace(", , ", ", ");
+    }
+    out.replace(", >", ">")
 }
 
 /// `ret ns::f<T>(args) const` → `ns::f<T>`.
@@ -261,6 +275,11 @@ mod tests {
             ("_ZN6fuzzer10RunOneTestEPNS_6FuzzerEPKcm.cold", "fuzzer::RunOneTest"),
             ("_Znwm", "operator new"),
             ("_ZN9__gnu_cxx13new_allocatorIcE8allocateEmPKv", "__gnu_cxx::new_allocator<char>::allocate"),
+            // An empty parameter pack (`JE`), from libLLVM.
+            (
+                "_ZN4llvm15AnalysisManagerINS_15MachineFunctionEJEE13getResultImplEPNS_11AnalysisKeyERS1_",
+                "llvm::AnalysisManager<llvm::MachineFunction>::getResultImpl",
+            ),
         ] {
             assert_eq!(demangle(mangled), want, "{mangled}");
         }
