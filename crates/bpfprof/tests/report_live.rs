@@ -362,6 +362,33 @@ fn sort_comm_agrees_with_perf() {
 fn sort_pid_agrees_with_perf() {
     let Some(r) = rec() else { return };
     assert_sort_agrees(r, "pid");
+    // The text names each thread as perf does: by its last command (a
+    // child forked by this test runs under the test's name, then execs),
+    // and -1 for samples without a thread.
+    let cells = |text: &str, skip: usize| -> Vec<String> {
+        let mut v: Vec<String> = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .map(|l| {
+                l.split_whitespace()
+                    .skip(skip)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let mut perf = Command::new("perf");
+    perf.args(["report", "--stdio", "--no-children", "-g", "none"])
+        .args(["--sort", "pid", "-i"])
+        .arg(&r.data);
+    let ours = support::stdout(
+        support::bpfprof()
+            .args(["report", "--sort", "pid", "--no-bpf-summary", "-i"])
+            .arg(&r.data),
+    );
+    assert_eq!(cells(&ours, 2), cells(&support::stdout(&mut perf), 1));
 }
 
 #[test]

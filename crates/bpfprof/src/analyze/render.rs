@@ -89,20 +89,22 @@ fn main_table(
         .iter()
         .filter(|r| p.percent(&r.children.unwrap_or(r.counts)) >= o.percent_limit)
         .collect();
-    let cells: Vec<Vec<String>> = visible
-        .iter()
-        .map(|r| {
-            o.keys
-                .iter()
-                .map(|&k| table::column(p, k, &r.key))
-                .collect()
-        })
-        .collect();
-    let mut widths: Vec<usize> = o.keys.iter().map(|k| k.header().len()).collect();
-    for row in &cells {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count());
+    // Every cell's text in one buffer: a big profile has tens of thousands
+    // of rows, and a String per cell was a good part of the printing time.
+    let mut text = String::new();
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(visible.len() * o.keys.len());
+    for r in &visible {
+        for &k in &o.keys {
+            let start = text.len();
+            table::push_column(p, k, &r.key, &mut text);
+            spans.push((start, text.len()));
         }
+    }
+    let cell = |i: usize| &text[spans[i].0..spans[i].1];
+    let mut widths: Vec<usize> = o.keys.iter().map(|k| k.header().len()).collect();
+    for i in 0..spans.len() {
+        let w = &mut widths[i % o.keys.len()];
+        *w = (*w).max(cell(i).chars().count());
     }
     let last = o.keys.len().saturating_sub(1);
     let mut head = String::from("# ");
@@ -138,22 +140,27 @@ fn main_table(
             .collect();
         callgraph::index(p, &o.keys, &o.filters, &wanted)
     });
-    for (r, row) in visible.iter().zip(&cells) {
-        let mut line = String::new();
+    for (n, r) in visible.iter().enumerate() {
         if let Some(ch) = r.children {
-            line += &format!("  {:>7.2}%  {:>7.2}%", p.percent(&ch), p.percent(&r.counts));
+            write!(
+                out,
+                "  {:>7.2}%  {:>7.2}%",
+                p.percent(&ch),
+                p.percent(&r.counts)
+            )?;
         } else {
-            line += &format!("  {:>7.2}%", p.percent(&r.counts));
+            write!(out, "  {:>7.2}%", p.percent(&r.counts))?;
         }
-        line += &format!("  {:>8}", r.counts.samples);
-        for (i, c) in row.iter().enumerate() {
+        write!(out, "  {:>8}", r.counts.samples)?;
+        for (i, &w) in widths.iter().enumerate() {
+            let c = cell(n * o.keys.len() + i);
             if i == last {
-                line += &format!("  {c}");
+                write!(out, "  {c}")?;
             } else {
-                line += &format!("  {:<w$}", c, w = widths[i]);
+                write!(out, "  {c:<w$}")?;
             }
         }
-        writeln!(out, "{line}")?;
+        writeln!(out)?;
         if let (Some(order), Some(stacks)) = (o.callgraph, &stacks) {
             match stacks.get(&table::group_key(&o.keys, p, &r.key)) {
                 Some(s) => callgraph::print(p, s, order, graph_min, out)?,

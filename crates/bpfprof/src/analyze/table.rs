@@ -191,19 +191,32 @@ fn add_children(
     }
 }
 
-/// Text of one column for a row.
-pub fn column(p: &Profile, key: SortKey, k: &RowKey) -> String {
-    let comm = || p.sym.threads.comms[k.comm as usize].clone();
-    match key {
-        SortKey::Comm => comm(),
-        SortKey::Pid => format!("{}:{}", k.tid, comm()),
-        SortKey::Dso => p.sym.dsos[k.frame.dso as usize].short.clone(),
+/// Append the text of one column for a row to `out`.
+pub fn push_column(p: &Profile, key: SortKey, k: &RowKey, out: &mut String) {
+    use std::fmt::Write;
+    let comm = &p.sym.threads.comms[k.comm as usize];
+    // Writing to a String cannot fail.
+    let _ = match key {
+        SortKey::Comm => out.write_str(comm),
+        SortKey::Pid => {
+            // perf names a thread by its last command, whichever the
+            // samples had (a row may hold a thread's samples from before
+            // and after an exec).
+            let last = p.sym.threads.current_comm(k.tid).unwrap_or(k.comm);
+            // Signed, as perf prints a pid_t: -1 for samples with no thread.
+            write!(
+                out,
+                "{}:{}",
+                k.tid as i32, p.sym.threads.comms[last as usize]
+            )
+        }
+        SortKey::Dso => out.write_str(&p.sym.dsos[k.frame.dso as usize].short),
         SortKey::Sym => {
             let s = &p.sym.syms[k.frame.sym as usize];
             let kernel = p.sym.dsos[s.dso as usize].is_kernel()
                 || (p.sym.dsos[s.dso as usize].kind == DsoKind::Unknown
                     && s.start >= crate::symbolize::KERNEL_START);
-            format!("[{}] {}", if kernel { 'k' } else { '.' }, s.name)
+            write!(out, "[{}] {}", if kernel { 'k' } else { '.' }, s.name)
         }
         SortKey::BpfProg => match bpf_prog_of(p, k) {
             Some((id, _)) => {
@@ -211,11 +224,10 @@ pub fn column(p: &Profile, key: SortKey, k: &RowKey) -> String {
                     .progs
                     .get(&id)
                     .and_then(|r| r.info.as_ref())
-                    .map(|i| i.name.clone())
-                    .unwrap_or_default();
-                format!("{id} {name}")
+                    .map_or("", |i| i.name.as_str());
+                write!(out, "{id} {name}")
             }
-            None => "-".into(),
+            None => out.write_str("-"),
         },
-    }
+    };
 }

@@ -56,11 +56,17 @@ impl Threads {
         let name = if tid == 0 {
             "swapper".to_string()
         } else {
-            format!(":{tid}")
+            format!(":{}", tid as i32)
         };
         let comm = self.comm_id(&name);
         self.threads.insert(tid, comm);
         comm
+    }
+
+    /// A thread's command as of now (at the end of a replay: its last
+    /// one, which is what perf shows next to a thread id).
+    pub fn current_comm(&self, tid: u32) -> Option<CommId> {
+        self.threads.get(&tid).copied()
     }
 
     pub fn set_comm(&mut self, tid: u32, comm: &str) {
@@ -76,7 +82,7 @@ impl Threads {
         let parent = self.threads.get(&ptid).copied();
         let comm = match parent {
             Some(c) => c,
-            None => self.comm_id(&format!(":{tid}")),
+            None => self.comm_id(&format!(":{}", tid as i32)),
         };
         self.threads.insert(tid, comm);
         if pid != ppid && !self.processes.contains_key(&pid) {
@@ -131,9 +137,9 @@ impl Threads {
 
     /// The last command recorded for a thread.
     pub fn comm_name(&self, tid: u32) -> String {
-        match self.threads.get(&tid) {
-            Some(&c) => self.comms[c as usize].clone(),
-            None => format!(":{tid}"),
+        match self.current_comm(tid) {
+            Some(c) => self.comms[c as usize].clone(),
+            None => format!(":{}", tid as i32),
         }
     }
 }
