@@ -9,13 +9,7 @@ use bpfinfo::{Kallsyms, Program};
 use perfdata::{array, BpfProgInfo, FuncInfo};
 
 fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> BpfInsn {
-    BpfInsn {
-        code,
-        dst,
-        src,
-        off,
-        imm,
-    }
+    BpfInsn::new(code, dst, src, off, imm)
 }
 
 fn bytes(insns: &[BpfInsn]) -> Vec<u8> {

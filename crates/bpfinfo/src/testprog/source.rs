@@ -42,13 +42,7 @@ const CALL: u8 = 0x85;
 const EXIT: u8 = 0x95;
 
 fn ins(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> BpfInsn {
-    BpfInsn {
-        code,
-        dst,
-        src,
-        off,
-        imm,
-    }
+    BpfInsn::new(code, dst, src, off, imm)
 }
 
 /// Build everything for a program `name` whose sub-program loops `iters`

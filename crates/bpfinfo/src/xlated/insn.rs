@@ -70,6 +70,17 @@ pub struct BpfInsn {
 }
 
 impl BpfInsn {
+    /// An instruction from its fields, as written in bytecode listings.
+    pub const fn new(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> BpfInsn {
+        BpfInsn {
+            code,
+            dst,
+            src,
+            off,
+            imm,
+        }
+    }
+
     /// Decode from the little-endian in-memory layout.
     pub fn decode(b: [u8; 8]) -> BpfInsn {
         BpfInsn {
