@@ -217,7 +217,10 @@ pub fn stream(
             Record::LostSamples(n) => Event::LostSamples(n),
             _ => continue,
         };
-        note(&mut changes, &ev);
+        if callchains {
+            // Only the stacks interned here depend on it.
+            note(&mut changes, &ev);
+        }
         batch.events.push(ev);
         if batch.events.len() >= BATCH {
             batch.offset = r.offset;
