@@ -10,8 +10,9 @@ mod annotate_util;
 
 use std::sync::OnceLock;
 
-use annotate_util::{annotate_json, loop_lines, normalize_att, Recording};
+use annotate_util::{annotate_json, loop_lines, Recording};
 use serde_json::Value;
+use testkit::normalize_att;
 
 static REC: OnceLock<Recording> = OnceLock::new();
 

@@ -106,13 +106,13 @@ fn perf_and_bpfprof_agree_on_a_bpfprof_recording_and_it_annotates() {
         let want: Vec<String> =
             annotate_util::objdump(annotate_util::sub_bytes(&live, i), live.info.jited_ksyms[i])
                 .into_iter()
-                .map(|x| annotate_util::normalize_att(&x.1))
+                .map(|x| testkit::normalize_att(&x.1))
                 .collect();
         let got: Vec<String> = t["insns"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|x| annotate_util::normalize_att(x["text"].as_str().unwrap()))
+            .map(|x| testkit::normalize_att(x["text"].as_str().unwrap()))
             .collect();
         assert_eq!(got, want, "{sym}");
     }

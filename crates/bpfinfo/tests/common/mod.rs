@@ -7,6 +7,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+pub use testkit::{normalize_att, parse_objdump, tool};
+
 /// Whether missing prerequisites must fail the test.
 pub fn in_ci() -> bool {
     std::env::var_os("CI").is_some()
@@ -35,18 +37,6 @@ macro_rules! require {
 /// Root is what the tests use for BPF (CAP_BPF + CAP_PERFMON would do).
 pub fn is_root() -> bool {
     bpfinfo::sys::is_root()
-}
-
-/// The path of an external program, searching PATH and the sbin
-/// directories (bpftool lives in /usr/sbin, not always on a user's PATH).
-pub fn tool(name: &str) -> Option<PathBuf> {
-    let path = std::env::var("PATH").unwrap_or_default();
-    let found = path
-        .split(':')
-        .chain(["/usr/sbin", "/sbin", "/usr/local/sbin"])
-        .map(|d| PathBuf::from(d).join(name))
-        .find(|p| p.is_file());
-    found
 }
 
 /// Run a command and return its stdout, panicking with its stderr on failure.
@@ -85,58 +75,6 @@ impl Drop for TempDir {
     }
 }
 
-/// Split `objdump -D` output into (offset, bytes, text) per instruction,
-/// joining continuation lines (long instructions print their bytes on two
-/// lines).
-pub fn parse_objdump(out: &str, vma: u64) -> Vec<(u32, Vec<u8>, String)> {
-    let mut insns: Vec<(u32, Vec<u8>, String)> = Vec::new();
-    for line in out.lines() {
-        let mut parts = line.splitn(3, '\t');
-        let (Some(addr), Some(bytes)) = (parts.next(), parts.next()) else {
-            continue;
-        };
-        let Some(addr) = addr.trim().strip_suffix(':') else {
-            continue;
-        };
-        let Ok(addr) = u64::from_str_radix(addr, 16) else {
-            continue;
-        };
-        let bytes: Vec<u8> = bytes
-            .split_whitespace()
-            .map(|b| u8::from_str_radix(b, 16).expect("hex byte"))
-            .collect();
-        match parts.next() {
-            Some(text) => insns.push(((addr - vma) as u32, bytes, text.to_string())),
-            None => insns
-                .last_mut()
-                .expect("continuation after an instruction")
-                .1
-                .extend(bytes),
-        }
-    }
-    insns
-}
-
-/// Light normalisation applied to both sides of the objdump comparison:
-/// - whitespace runs become one space;
-/// - objdump always prints the scale of an index register (`,1)`), iced
-///   omits a scale of 1;
-/// - objdump prints the one-operand shift/rotate-by-one encoding (D1/D3)
-///   as `shl %rdx`, iced as `shl $0x1,%rdx`;
-/// - objdump's trailing `# address` comments go.
-pub fn normalize_att(text: &str) -> String {
-    let text = text.split(" #").next().unwrap_or(text);
-    let mut s = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    s = s.replace(",1)", ")");
-    let shifts = ["shl", "shr", "sar", "sal", "rol", "ror", "rcl", "rcr"];
-    if let Some((m, ops)) = s.split_once(' ') {
-        if shifts.iter().any(|x| m.starts_with(x)) && !ops.contains(',') {
-            s = format!("{m} $0x1,{ops}");
-        }
-    }
-    s
-}
-
 /// Disassemble every sub-program of `prog` with us and with
 /// `objdump -D -b binary -m i386:x86-64 --adjust-vma=ADDR`, and assert they
 /// agree instruction for instruction. Returns how many were compared.
@@ -161,12 +99,13 @@ pub fn compare_with_objdump(objdump: &std::path::Path, prog: &bpfinfo::Program) 
         let theirs = parse_objdump(&out, s.addr);
         let ours = disassemble(Arch::X86_64, code, s.addr, Syntax::Att);
         assert_eq!(ours.len(), theirs.len(), "sub {}:\n{out}", s.index);
-        for (o, (off, bytes, text)) in ours.iter().zip(&theirs) {
-            assert_eq!(o.offset, *off, "sub {}", s.index);
-            assert_eq!(&o.bytes, bytes, "sub {} at {off:#x}", s.index);
+        for (o, t) in ours.iter().zip(&theirs) {
+            let off = t.offset;
+            assert_eq!(o.offset, off, "sub {}", s.index);
+            assert_eq!(o.bytes, t.bytes, "sub {} at {off:#x}", s.index);
             assert_eq!(
                 normalize_att(&o.text),
-                normalize_att(text),
+                normalize_att(&t.text),
                 "sub {} at {off:#x}",
                 s.index
             );

@@ -16,6 +16,8 @@ use perfdata::{Features, PerfFile, PerfFileWriter};
 
 use crate::support;
 
+use testkit::tool;
+
 /// A recording made by Linux perf while a generated program ran, and what
 /// the kernel said about the program before it was unloaded.
 pub struct Recording {
@@ -37,17 +39,6 @@ pub struct Recording {
     pub calls: u64,
     /// The comm of the thread that made them.
     pub comm: String,
-}
-
-/// The path of a tool, also looking in the sbin directories (bpftool).
-pub fn tool(name: &str) -> Option<PathBuf> {
-    let path = std::env::var("PATH").unwrap_or_default();
-    let found = path
-        .split(':')
-        .chain(["/usr/sbin", "/sbin", "/usr/local/sbin"])
-        .map(|d| PathBuf::from(d).join(name))
-        .find(|p| p.is_file());
-    found
 }
 
 /// The kernel's names for addresses, from /proc/kallsyms.
@@ -269,44 +260,10 @@ pub fn objdump(code: &[u8], addr: u64) -> Vec<(u32, String)> {
             .arg(format!("--adjust-vma={addr:#x}"))
             .arg(&file),
     );
-    let mut insns: Vec<(u32, String)> = Vec::new();
-    for line in out.lines() {
-        let mut parts = line.splitn(3, '\t');
-        let (Some(a), Some(_bytes)) = (parts.next(), parts.next()) else {
-            continue;
-        };
-        let Some(a) = a.trim().strip_suffix(':') else {
-            continue;
-        };
-        let Ok(a) = u64::from_str_radix(a, 16) else {
-            continue;
-        };
-        // A line with bytes and no text continues the instruction above.
-        if let Some(text) = parts.next() {
-            insns.push(((a - addr) as u32, text.to_string()));
-        }
-    }
-    insns
-}
-
-/// The same light normalisation as bpfinfo's objdump tests, applied to
-/// both sides: whitespace runs, objdump's explicit `,1)` index scale, its
-/// one-operand shift-by-one form, and its `# addr` / `<sym>` comments.
-pub fn normalize_att(text: &str) -> String {
-    let text = text.split(" #").next().unwrap_or(text);
-    let text = match text.find(" <") {
-        Some(i) if text.ends_with('>') => &text[..i],
-        _ => text,
-    };
-    let mut s = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    s = s.replace(",1)", ")");
-    let shifts = ["shl", "shr", "sar", "sal", "rol", "ror", "rcl", "rcr"];
-    if let Some((m, ops)) = s.split_once(' ') {
-        if shifts.iter().any(|x| m.starts_with(x)) && !ops.contains(',') {
-            s = format!("{m} $0x1,{ops}");
-        }
-    }
-    s
+    testkit::parse_objdump(&out, addr)
+        .into_iter()
+        .map(|i| (i.offset, i.text))
+        .collect()
 }
 
 /// `bpfprof annotate <args> --json -i FILE` as JSON (the command must

@@ -19,11 +19,7 @@ pub fn require(ok: bool, why: &str) -> bool {
 }
 
 pub fn is_root() -> bool {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .is_some_and(|l| l.split_whitespace().nth(2) == Some("0"))
+    bpfinfo::sys::is_root()
 }
 
 pub fn has_perf() -> bool {
