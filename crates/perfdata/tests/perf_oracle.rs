@@ -420,6 +420,15 @@ fn system_wide_with_callchains() {
     assert_eq!(p.name, prog.name);
 }
 
+/// `perf record -F 999 EXTRA -- sh -c <a busy loop>`: a short command that
+/// is sure to be sampled.
+fn record_busy_shell(out: &std::path::Path, extra: &[&str]) {
+    let busy = "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done";
+    let mut args = extra.to_vec();
+    args.extend(["-F", "999", "--", "sh", "-c", busy]);
+    perf_record(out, &args);
+}
+
 #[test]
 fn command_without_callchains() {
     if !can_run_perf("command_without_callchains") {
@@ -427,17 +436,7 @@ fn command_without_callchains() {
     }
     let dir = TempDir::new("cmd");
     let f = dir.path("cmd.perf");
-    perf_record(
-        &f,
-        &[
-            "-F",
-            "999",
-            "--",
-            "sh",
-            "-c",
-            "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done",
-        ],
-    );
+    record_busy_shell(&f, &[]);
     let ours = check_against_dump(&f, false);
     assert!(ours.iter().filter(|o| o.sample.is_some()).count() > 10);
     check_against_script(&f);
@@ -451,19 +450,7 @@ fn compressed_with_callchains() {
     }
     let dir = TempDir::new("z");
     let f = dir.path("z.perf");
-    perf_record(
-        &f,
-        &[
-            "-z",
-            "-g",
-            "-F",
-            "999",
-            "--",
-            "sh",
-            "-c",
-            "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done",
-        ],
-    );
+    record_busy_shell(&f, &["-z", "-g"]);
     let file = PerfFile::open(&f).unwrap();
     assert!(
         file.features().compressed.is_some(),
