@@ -7,6 +7,7 @@ use crate::input_args::InputArgs;
 use anyhow::{bail, Context, Result};
 use bpfprof::analyze::annotate::{self, AnnotateOptions, Selection, Target};
 use bpfprof::analyze::annotate_render::{self, RenderOptions};
+use bpfprof::analyze::ProfileOptions;
 
 #[derive(Debug, clap::Args)]
 pub struct AnnotateArgs {
@@ -37,7 +38,11 @@ pub struct AnnotateArgs {
 }
 
 pub fn run(a: &AnnotateArgs) -> Result<()> {
-    let (file, profile) = a.input.profile(false, true, !a.json)?;
+    let (file, profile) = a.input.profile(ProfileOptions {
+        ip_hits: true,
+        progress: !a.json,
+        ..Default::default()
+    })?;
     if profile.total.samples == 0 {
         bail!(
             "{} has no samples: nothing to annotate",

@@ -23,13 +23,9 @@ pub struct InputArgs {
 }
 
 impl InputArgs {
-    /// Open the recording and build its profile.
-    pub fn profile(
-        &self,
-        callchains: bool,
-        ip_hits: bool,
-        progress: bool,
-    ) -> Result<(perfdata::PerfFile, Profile)> {
+    /// Open the recording and build its profile; `opts` says what to
+    /// aggregate, the symbol sources come from the arguments.
+    pub fn profile(&self, opts: ProfileOptions) -> Result<(perfdata::PerfFile, Profile)> {
         let file = perfdata::PerfFile::open(&self.input).with_context(|| {
             format!(
                 "cannot read {} (record one with `bpfprof record`)",
@@ -39,11 +35,9 @@ impl InputArgs {
         let profile = Profile::build(
             &file,
             &ProfileOptions {
-                callchains,
                 kallsyms: self.kallsyms.clone(),
                 symfs: self.symfs.clone(),
-                progress,
-                ip_hits,
+                ..opts
             },
         )?;
         Ok((file, profile))

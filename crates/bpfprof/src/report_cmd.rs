@@ -6,6 +6,7 @@ use crate::input_args::InputArgs;
 use anyhow::{Context, Result};
 use bpfprof::analyze::callgraph::CallOrder;
 use bpfprof::analyze::render::{self, ReportOptions};
+use bpfprof::analyze::ProfileOptions;
 use bpfprof::analyze::table::{Filters, SortKey};
 
 #[derive(Debug, clap::Args)]
@@ -53,8 +54,17 @@ pub struct ReportArgs {
 }
 
 pub fn run(a: &ReportArgs) -> Result<()> {
+    bpfprof::phase!("run");
     let callchains = a.children || a.call_graph.is_some();
-    let (_file, profile) = a.input.profile(callchains, false, !a.json)?;
+    let by_thread = a.sort.iter().any(|k| matches!(k, SortKey::Comm | SortKey::Pid))
+        || !a.comms.is_empty()
+        || !a.pids.is_empty();
+    let (_file, profile) = a.input.profile(ProfileOptions {
+        callchains,
+        progress: !a.json,
+        merge_threads: !by_thread,
+        ..Default::default()
+    })?;
     let opts = ReportOptions {
         keys: a.sort.clone(),
         filters: Filters {
@@ -68,6 +78,7 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         bpf_only: a.bpf,
         bpf_summary: !a.no_bpf_summary,
     };
+    bpfprof::phase!("built");
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let r = if a.json {
@@ -75,7 +86,9 @@ pub fn run(a: &ReportArgs) -> Result<()> {
     } else {
         render::stdio(&profile, &opts, &mut out)
     };
-    match r.and_then(|_| out.flush()) {
+    let r = r.and_then(|_| out.flush());
+    bpfprof::phase!("rendered");
+    match r {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => r.context("writing the report"),
     }
