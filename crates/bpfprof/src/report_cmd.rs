@@ -6,8 +6,8 @@ use crate::input_args::InputArgs;
 use anyhow::{Context, Result};
 use bpfprof::analyze::callgraph::CallOrder;
 use bpfprof::analyze::render::{self, ReportOptions};
-use bpfprof::analyze::ProfileOptions;
 use bpfprof::analyze::table::{Filters, SortKey};
+use bpfprof::analyze::ProfileOptions;
 
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
@@ -54,9 +54,11 @@ pub struct ReportArgs {
 }
 
 pub fn run(a: &ReportArgs) -> Result<()> {
-    bpfprof::phase!("run");
     let callchains = a.children || a.call_graph.is_some();
-    let by_thread = a.sort.iter().any(|k| matches!(k, SortKey::Comm | SortKey::Pid))
+    let by_thread = a
+        .sort
+        .iter()
+        .any(|k| matches!(k, SortKey::Comm | SortKey::Pid))
         || !a.comms.is_empty()
         || !a.pids.is_empty();
     let (_file, profile) = a.input.profile(ProfileOptions {
@@ -78,7 +80,6 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         bpf_only: a.bpf,
         bpf_summary: !a.no_bpf_summary,
     };
-    bpfprof::phase!("built");
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let r = if a.json {
@@ -86,9 +87,7 @@ pub fn run(a: &ReportArgs) -> Result<()> {
     } else {
         render::stdio(&profile, &opts, &mut out)
     };
-    let r = r.and_then(|_| out.flush());
-    bpfprof::phase!("rendered");
-    match r {
+    match r.and_then(|_| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => r.context("writing the report"),
     }

@@ -16,7 +16,9 @@ use crate::symbolize::Map;
 use crate::symbolize::{BpfSymbols, CommId, DsoKind, Frame, Loc, Symbolizer};
 
 /// How a sample is keyed before any `--sort` is applied: the finest
-/// grouping a report can ask for.
+/// grouping a report can ask for. Built with
+/// [`ProfileOptions::merge_threads`], `comm`, `pid` and `tid` are 0 and
+/// mean nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RowKey {
     pub comm: CommId,
@@ -85,6 +87,11 @@ pub struct ProfileOptions {
     pub progress: bool,
     /// Count samples per instruction address (for annotate).
     pub ip_hits: bool,
+    /// Aggregate all threads together: rows keep no command, pid or tid.
+    /// For reports that neither show nor filter on them, this makes rows
+    /// per location instead of per (thread, location): fewer than half as
+    /// many on a busy system, and every later step is per row.
+    pub merge_threads: bool,
 }
 
 pub struct Profile {
@@ -261,7 +268,9 @@ impl Profile {
                             }
                             let kernel = is_kernel_mode(misc, ip);
                             let key = SampleKey {
-                                tid,
+                                // A location depends on the process, not
+                                // on the thread.
+                                tid: if opts.merge_threads { pid } else { tid },
                                 pid,
                                 ip,
                                 kernel,
@@ -271,15 +280,15 @@ impl Profile {
                             let row = match row_cache.count(&changes, key, period) {
                                 Some(row) => row,
                                 None => {
-                                    let comm = p.sym.threads.comm_of(tid);
                                     let loc = p.sym.locate(pid, ip, kernel);
-                                    let row = *row_index
-                                        .entry((comm, pid, tid, loc))
-                                        .or_insert_with(|| {
-                                            loc_rows
-                                                .push(((comm, pid, tid, loc), Counts::default()));
-                                            loc_rows.len() as u32 - 1
-                                        });
+                                    let lkey = match opts.merge_threads {
+                                        true => (0, 0, 0, loc),
+                                        false => (p.sym.threads.comm_of(tid), pid, tid, loc),
+                                    };
+                                    let row = *row_index.entry(lkey).or_insert_with(|| {
+                                        loc_rows.push((lkey, Counts::default()));
+                                        loc_rows.len() as u32 - 1
+                                    });
                                     if let Loc::Bpf(b) = loc {
                                         // Not cached: each BPF sample is
                                         // also counted per registration.

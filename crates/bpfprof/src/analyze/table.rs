@@ -194,10 +194,9 @@ fn add_children(
 /// Append the text of one column for a row to `out`.
 pub fn push_column(p: &Profile, key: SortKey, k: &RowKey, out: &mut String) {
     use std::fmt::Write;
-    let comm = &p.sym.threads.comms[k.comm as usize];
     // Writing to a String cannot fail.
     let _ = match key {
-        SortKey::Comm => out.write_str(comm),
+        SortKey::Comm => out.write_str(&p.sym.threads.comms[k.comm as usize]),
         SortKey::Pid => {
             // perf names a thread by its last command, whichever the
             // samples had (a row may hold a thread's samples from before
