@@ -381,7 +381,9 @@ impl Profile {
             let ((comm, pid, tid, _), c) = loc_rows[r as usize];
             let frame = match last {
                 Some((l, f)) if l == loc => f,
-                _ => p.sym.frame(loc),
+                // Stacks ask again for the locations they hold.
+                _ if opts.callchains => p.sym.frame(loc),
+                _ => p.sym.resolve(loc),
             };
             last = Some((loc, frame));
             let key = RowKey {

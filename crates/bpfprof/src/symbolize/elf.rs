@@ -1,21 +1,34 @@
 //! User-space symbols from ELF files (.symtab, else .dynsym), with the
 //! segment table needed to turn a file offset into a symbol address.
+//!
+//! The symbol table is read in place, from the file's mapping, which the
+//! symbols keep: a name is looked for, checked and demangled only when its
+//! function gets a sample. Reading every name up front (finding its end,
+//! checking its UTF-8, copying it) was most of the cost of loading a big
+//! binary's symbols, and a report names a few thousand of its functions.
 
-use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+use std::borrow::Cow;
+
+use object::elf;
+use object::read::elf::{ElfFile, FileHeader, SectionHeader, Sym as _};
+use object::{Object, ObjectSegment};
+
+use super::file_map::FileBytes;
 
 #[derive(Debug, Clone, Copy)]
 struct Sym {
     start: u64,
     end: u64,
+    /// Offset of the name in the string table.
     name_off: u32,
-    name_len: u32,
 }
 
 /// One ELF file's function symbols.
-#[derive(Debug, Default)]
 pub struct ElfSymbols {
     syms: Vec<Sym>,
-    names: String,
+    /// The file, and where its string table lies in it.
+    data: FileBytes,
+    strtab: std::ops::Range<usize>,
     /// (file offset, file size, virtual address) of each loadable segment.
     segments: Vec<(u64, u64, u64)>,
     pub build_id: Option<Vec<u8>>,
@@ -23,86 +36,62 @@ pub struct ElfSymbols {
     pub has_symtab: bool,
 }
 
+impl Default for ElfSymbols {
+    fn default() -> Self {
+        ElfSymbols {
+            syms: Vec::new(),
+            data: FileBytes::Owned(Vec::new()),
+            strtab: 0..0,
+            segments: Vec::new(),
+            build_id: None,
+            has_symtab: false,
+        }
+    }
+}
+
+impl std::fmt::Debug for ElfSymbols {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ElfSymbols")
+            .field("symbols", &self.syms.len())
+            .field("has_symtab", &self.has_symtab)
+            .finish()
+    }
+}
+
+/// A function symbol as the table gives it, before aliases are resolved.
+struct Candidate {
+    start: u64,
+    order: usize,
+    name_off: u32,
+    size: u64,
+    weak: bool,
+    global: bool,
+}
+
 impl ElfSymbols {
     /// Parse an ELF image. Errors are returned as text: the caller only
     /// reports them once per file.
-    pub fn parse(data: &[u8]) -> Result<ElfSymbols, String> {
-        let obj = object::File::parse(data).map_err(|e| e.to_string())?;
-        let mut out = ElfSymbols {
-            build_id: obj.build_id().ok().flatten().map(<[u8]>::to_vec),
-            ..Default::default()
+    pub fn parse(data: FileBytes) -> Result<ElfSymbols, String> {
+        let parsed = match object::FileKind::parse(&*data).map_err(|e| e.to_string())? {
+            object::FileKind::Elf32 => read::<elf::FileHeader32<object::Endianness>>(&data)?,
+            object::FileKind::Elf64 => read::<elf::FileHeader64<object::Endianness>>(&data)?,
+            _ => return Err("not an ELF file".into()),
         };
-        for seg in obj.segments() {
-            let (off, size) = seg.file_range();
-            out.segments.push((off, size, seg.address()));
-        }
-        let dynamic = !obj.symbols().any(|s| s.kind() == SymbolKind::Text);
-        out.has_symtab = !dynamic;
-        let table: Vec<object::Symbol<'_, '_>> = if dynamic {
-            obj.dynamic_symbols().collect()
-        } else {
-            obj.symbols().collect()
-        };
-        // (start, symtab order, raw name, size, weak, global)
-        let mut cands = Vec::new();
-        for (order, s) in table.into_iter().enumerate() {
-            if s.kind() != SymbolKind::Text || s.address() == 0 || !s.is_definition() {
-                continue;
-            }
-            let Ok(name) = s.name() else { continue };
-            if name.is_empty() {
-                continue;
-            }
-            cands.push((
-                s.address(),
-                order,
-                name,
-                s.size(),
-                s.is_weak(),
-                s.is_global(),
-            ));
-        }
-        cands.sort_unstable_by_key(|c| (c.0, c.1));
-        // Aliases at one address: keep the one perf keeps, so that both
-        // tools print the same name. Names are demangled only here, for
-        // the few addresses with aliases; the rest on first use.
-        let mut i = 0;
-        while i < cands.len() {
-            let mut j = i + 1;
-            while j < cands.len() && cands[j].0 == cands[i].0 {
-                j += 1;
-            }
-            let best = if j - i == 1 {
-                i
-            } else {
-                (i..j)
-                    .max_by_key(|&k| {
-                        let c = &cands[k];
-                        (
-                            preference(&demangle(c.2), c.3, c.4, c.5),
-                            std::cmp::Reverse(c.1),
-                        )
-                    })
-                    .expect("non-empty group")
-            };
-            let (start, _, name, size, _, _) = cands[best];
-            let name_off = out.names.len() as u32;
-            out.names.push_str(name);
-            out.syms.push(Sym {
-                start,
-                end: start + size,
-                name_off,
-                name_len: name.len() as u32,
-            });
-            i = j;
-        }
-        // Zero-sized symbols extend to the next one, as perf's fixup does.
-        for i in 0..out.syms.len() {
-            if out.syms[i].end == out.syms[i].start {
-                out.syms[i].end = out.syms.get(i + 1).map_or(u64::MAX, |n| n.start);
-            }
-        }
-        Ok(out)
+        let (syms, strtab, segments, build_id, has_symtab) = parsed;
+        Ok(ElfSymbols {
+            syms,
+            data,
+            strtab,
+            segments,
+            build_id,
+            has_symtab,
+        })
+    }
+
+    /// The name at `off` in the string table: up to its NUL, or the end
+    /// of the table in a damaged file.
+    fn name(&self, off: u32) -> Cow<'_, str> {
+        name_in(&self.data[self.strtab.clone()], off)
     }
 
     /// This file's segments with another file's symbols: a stripped
@@ -125,28 +114,33 @@ impl ElfSymbols {
 
     /// The function containing `vaddr`, with the symbol's start address.
     /// The name is as stored (mangled): see [`demangle`].
-    pub fn lookup(&self, vaddr: u64) -> Option<(&str, u64)> {
+    pub fn lookup(&self, vaddr: u64) -> Option<(Cow<'_, str>, u64)> {
         let i = self
             .syms
             .partition_point(|s| s.start <= vaddr)
             .checked_sub(1)?;
         let s = self.syms[i];
-        (vaddr < s.end).then(|| {
-            (
-                &self.names[s.name_off as usize..(s.name_off + s.name_len) as usize],
-                s.start,
-            )
-        })
+        (vaddr < s.end).then(|| (self.name(s.name_off), s.start))
+    }
+
+    /// The start of the function [`ElfSymbols::lookup`] finds for `vaddr`,
+    /// and the end of the range of addresses for which it finds that one:
+    /// symbols may overlap, and a later one takes over where it starts.
+    pub fn lookup_range(&self, vaddr: u64) -> Option<(u64, u64)> {
+        let i = self
+            .syms
+            .partition_point(|s| s.start <= vaddr)
+            .checked_sub(1)?;
+        let s = self.syms[i];
+        let next = self.syms.get(i + 1).map_or(u64::MAX, |n| n.start);
+        (vaddr < s.end).then_some((s.start, s.end.min(next)))
     }
 
     /// A function's bytes range by its demangled name (for annotate).
     pub fn find(&self, name: &str) -> Option<(u64, u64)> {
         self.syms
             .iter()
-            .find(|s| {
-                demangle(&self.names[s.name_off as usize..(s.name_off + s.name_len) as usize])
-                    == name
-            })
+            .find(|s| demangle(&self.name(s.name_off)) == name)
             .map(|s| (s.start, s.end))
     }
 
@@ -157,6 +151,121 @@ impl ElfSymbols {
             .find(|&&(_, size, va)| vaddr >= va && vaddr < va + size)
             .map(|&(o, _, va)| vaddr - va + o)
     }
+}
+
+type Parsed = (
+    Vec<Sym>,
+    std::ops::Range<usize>,
+    Vec<(u64, u64, u64)>,
+    Option<Vec<u8>>,
+    bool,
+);
+
+fn read<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<Parsed, String> {
+    let file = ElfFile::<Elf>::parse(data).map_err(|e| e.to_string())?;
+    let endian = file.endian();
+    let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
+    let segments = file
+        .segments()
+        .map(|seg| {
+            let (off, size) = seg.file_range();
+            (off, size, seg.address())
+        })
+        .collect();
+    let is_text = |s: &Elf::Sym| matches!(s.st_type(), elf::STT_FUNC | elf::STT_GNU_IFUNC);
+    let symtab = file.elf_symbol_table();
+    let has_symtab = symtab.symbols().iter().skip(1).any(is_text);
+    let table = match has_symtab {
+        true => symtab,
+        false => file.elf_dynamic_symbol_table(),
+    };
+    let strtab = file
+        .elf_section_table()
+        .section(table.string_section())
+        .ok()
+        .and_then(|h| h.file_range(endian))
+        .and_then(|(off, size)| {
+            let (off, size) = (usize::try_from(off).ok()?, usize::try_from(size).ok()?);
+            (off.checked_add(size)? <= data.len()).then_some(off..off + size)
+        })
+        .unwrap_or(0..0);
+    let strings = &data[strtab.clone()];
+    let mut cands = Vec::new();
+    for (i, s) in table.symbols().iter().enumerate().skip(1) {
+        let shndx = s.st_shndx(endian);
+        let defined = shndx != elf::SHN_UNDEF
+            && (shndx < elf::SHN_LORESERVE || shndx == elf::SHN_XINDEX);
+        let start: u64 = s.st_value(endian).into();
+        let name_off = s.st_name(endian);
+        // A function definition with an address and a name (an empty
+        // name is its terminating NUL).
+        let named = strings.get(name_off as usize).is_some_and(|&b| b != 0);
+        if s.st_type() != elf::STT_FUNC || !defined || start == 0 || !named {
+            continue;
+        }
+        cands.push(Candidate {
+            start,
+            order: i,
+            name_off,
+            size: s.st_size(endian).into(),
+            weak: s.st_bind() == elf::STB_WEAK,
+            global: s.st_bind() != elf::STB_LOCAL,
+        });
+    }
+    cands.sort_unstable_by_key(|c| (c.start, c.order));
+    // Aliases at one address: keep the one perf keeps, so that both tools
+    // print the same name.
+    let mut syms: Vec<Sym> = Vec::with_capacity(cands.len());
+    let mut i = 0;
+    while i < cands.len() {
+        let mut j = i + 1;
+        while j < cands.len() && cands[j].start == cands[i].start {
+            j += 1;
+        }
+        let best = &cands[choose_best(&cands[i..j], strings) + i];
+        syms.push(Sym {
+            start: best.start,
+            end: best.start + best.size,
+            name_off: best.name_off,
+        });
+        i = j;
+    }
+    // Zero-sized symbols extend to the next one, as perf's fixup does.
+    for i in 0..syms.len() {
+        if syms[i].end == syms[i].start {
+            syms[i].end = syms.get(i + 1).map_or(u64::MAX, |n| n.start);
+        }
+    }
+    Ok((syms, strtab, segments, build_id, has_symtab))
+}
+
+/// The index of the alias perf's `choose_best_symbol` keeps. Names are
+/// demangled only to break ties that size and binding leave.
+fn choose_best(group: &[Candidate], strings: &[u8]) -> usize {
+    let cheap = |c: &Candidate| (c.size > 0, !c.weak, c.global && !c.weak);
+    let Some(top) = group.iter().map(cheap).max() else {
+        return 0;
+    };
+    let tied: Vec<usize> = (0..group.len()).filter(|&k| cheap(&group[k]) == top).collect();
+    if tied.len() == 1 {
+        return tied[0];
+    }
+    tied.into_iter()
+        .max_by_key(|&k| {
+            let c = &group[k];
+            let name = demangle(&name_in(strings, c.name_off));
+            (
+                preference(&name, c.size, c.weak, c.global),
+                std::cmp::Reverse(c.order),
+            )
+        })
+        .expect("non-empty group")
+}
+
+fn name_in(strings: &[u8], off: u32) -> Cow<'_, str> {
+    let rest = strings.get(off as usize..).unwrap_or_default();
+    let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+    String::from_utf8_lossy(&rest[..end])
 }
 
 /// perf's `choose_best_symbol` order, as a key to maximize: a sized symbol,
@@ -257,7 +366,34 @@ fn strip_signature(full: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::demangle;
+    use super::{demangle, ElfSymbols, Sym};
+
+    #[test]
+    fn a_lookup_range_holds_only_addresses_that_find_its_symbol() {
+        let sym = |start, end| Sym {
+            start,
+            end,
+            name_off: 0,
+        };
+        // An outer function with an inner symbol inside it, then one
+        // that ends before the next starts.
+        let e = ElfSymbols {
+            syms: vec![sym(0x100, 0x200), sym(0x150, 0x160), sym(0x300, 0x310)],
+            ..Default::default()
+        };
+        for v in 0..0x400u64 {
+            let found = e.lookup(v).map(|(_, s)| s);
+            let range = e.lookup_range(v);
+            assert_eq!(found, range.map(|r| r.0), "{v:#x}");
+            if let Some((start, end)) = range {
+                assert!(start <= v && v < end, "{v:#x}");
+                for w in start..end {
+                    let at_w = e.lookup(w).map(|(_, s)| s);
+                    assert_eq!(at_w, Some(start), "{w:#x} in {v:#x}'s range");
+                }
+            }
+        }
+    }
 
     /// Expected values are `c++filt -p` (binutils 2.40) on this machine,
     /// which is how perf's default demangling prints them.

@@ -28,7 +28,9 @@ pub fn map_file(path: &Path) -> Option<FileBytes> {
     // rewritten underneath it while we parse would give wrong symbols (as
     // for any reader), and the object parser bounds-checks every access,
     // so truncation shows as a parse error, not undefined reads of freed
-    // memory. The mapping is dropped right after parsing.
+    // memory. The symbols keep the mapping for their names until the
+    // report ends; a binary truncated in place meanwhile (not replaced, as
+    // package managers do) can raise SIGBUS, as it can for perf.
     let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
     Some(FileBytes::Mapped(map))
 }

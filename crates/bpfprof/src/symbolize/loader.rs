@@ -64,7 +64,7 @@ pub fn load_elf(path: &Path, kind: DsoKind, build_id: Option<&[u8]>) -> Option<E
         DsoKind::User => map_file(path)?,
         _ => return None,
     };
-    let elf = ElfSymbols::parse(&data).ok()?;
+    let elf = ElfSymbols::parse(data).ok()?;
     if let (Some(want), Some(have)) = (build_id, &elf.build_id) {
         if want != have.as_slice() {
             return None;
@@ -75,7 +75,7 @@ pub fn load_elf(path: &Path, kind: DsoKind, build_id: Option<&[u8]>) -> Option<E
     }
     let dbg = debug_files::find(path, elf.build_id.as_deref())
         .and_then(|p| map_file(&p))
-        .and_then(|b| ElfSymbols::parse(&b).ok())
+        .and_then(|b| ElfSymbols::parse(b).ok())
         .filter(|e| e.has_symtab);
     Some(match dbg {
         Some(dbg) => elf.with_symbols_of(dbg),

@@ -136,6 +136,9 @@ pub struct Symbolizer {
     /// locations are resolved in address order, and most kernel locations
     /// fall in the function just resolved.
     last_kernel: Option<(u64, u64, Frame)>,
+    /// The same for user code: the DSO and [start, end) of the function
+    /// resolved last, in the ELF's virtual addresses.
+    last_user: Option<(DsoId, u64, u64, Frame)>,
     loader: Option<loader::Loader>,
     requested: Vec<bool>,
     /// Files whose symbols could not be read, with why (reported once).
@@ -162,6 +165,7 @@ impl Symbolizer {
             bpf_groups: FxHashMap::default(),
             kernel_dso: None,
             last_kernel: None,
+            last_user: None,
             loader: Some(loader::Loader::start(kallsyms)),
             requested: Vec::new(),
             unreadable: Vec::new(),
@@ -271,32 +275,47 @@ impl Symbolizer {
         if let Some(&f) = self.frames.get(&loc) {
             return f;
         }
-        let f = match loc {
+        let f = self.resolve(loc);
+        self.frames.insert(loc, f);
+        f
+    }
+
+    /// The frame of a location, not remembered: for callers that ask once
+    /// per location, in address order (the last function found is).
+    pub fn resolve(&mut self, loc: Loc) -> Frame {
+        match loc {
             Loc::Kernel(addr) => self.kernel_frame(addr),
             Loc::Bpf(b) => self.bpf_frame(b),
-            Loc::User(dso, rel) => match self.elf_lookup(dso, rel) {
-                Some(start) => {
-                    // Demangle only the first time a symbol is hit.
-                    let sym = match self.sym_index.get(&(dso, start)) {
-                        Some(&id) => id,
-                        None => {
-                            let name = self
-                                .elf(dso)
-                                .and_then(|e| e.lookup(start))
-                                .map(|(n, _)| elf::demangle(n));
-                            self.sym_id(dso, &name.unwrap_or_default(), true, start, None)
-                        }
-                    };
-                    Frame { dso, sym }
-                }
-                None => {
-                    let sym = self.sym_id(dso, &format!("{rel:#018x}"), false, rel, None);
-                    Frame { dso, sym }
-                }
-            },
+            Loc::User(dso, rel) => self.user_frame(dso, rel),
             Loc::Unknown(addr) => self.unknown_frame(addr),
+        }
+    }
+
+    fn user_frame(&mut self, dso: DsoId, rel: u64) -> Frame {
+        let vaddr = self.elf(dso).and_then(|e| e.offset_to_vaddr(rel));
+        if let (Some(v), Some((d, start, end, f))) = (vaddr, self.last_user) {
+            if d == dso && start <= v && v < end {
+                return f;
+            }
+        }
+        let found = vaddr.and_then(|v| self.elf(dso)?.lookup_range(v));
+        let Some((start, end)) = found else {
+            let sym = self.sym_id(dso, &format!("{rel:#018x}"), false, rel, None);
+            return Frame { dso, sym };
         };
-        self.frames.insert(loc, f);
+        // Demangle only the first time a symbol is hit.
+        let sym = match self.sym_index.get(&(dso, start)) {
+            Some(&id) => id,
+            None => {
+                let name = self
+                    .elf(dso)
+                    .and_then(|e| e.lookup(start))
+                    .map(|(n, _)| elf::demangle(&n));
+                self.sym_id(dso, &name.unwrap_or_default(), true, start, None)
+            }
+        };
+        let f = Frame { dso, sym };
+        self.last_user = Some((dso, start, end, f));
         f
     }
 
@@ -385,10 +404,4 @@ impl Symbolizer {
         }
     }
 
-    /// The start of the function at a file offset of a DSO.
-    fn elf_lookup(&self, dso: DsoId, file_off: u64) -> Option<u64> {
-        let elf = self.elf(dso)?;
-        let vaddr = elf.offset_to_vaddr(file_off)?;
-        elf.lookup(vaddr).map(|(_, s)| s)
-    }
 }
