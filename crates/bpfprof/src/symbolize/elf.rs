@@ -193,8 +193,8 @@ fn read<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<Par
     let mut cands = Vec::new();
     for (i, s) in table.symbols().iter().enumerate().skip(1) {
         let shndx = s.st_shndx(endian);
-        let defined = shndx != elf::SHN_UNDEF
-            && (shndx < elf::SHN_LORESERVE || shndx == elf::SHN_XINDEX);
+        let defined =
+            shndx != elf::SHN_UNDEF && (shndx < elf::SHN_LORESERVE || shndx == elf::SHN_XINDEX);
         let start: u64 = s.st_value(endian).into();
         let name_off = s.st_name(endian);
         // A function definition with an address and a name (an empty
@@ -246,7 +246,9 @@ fn choose_best(group: &[Candidate], strings: &[u8]) -> usize {
     let Some(top) = group.iter().map(cheap).max() else {
         return 0;
     };
-    let tied: Vec<usize> = (0..group.len()).filter(|&k| cheap(&group[k]) == top).collect();
+    let tied: Vec<usize> = (0..group.len())
+        .filter(|&k| cheap(&group[k]) == top)
+        .collect();
     if tied.len() == 1 {
         return tied[0];
     }

@@ -2,26 +2,48 @@
 //! with their module, sorted for lookup. BPF entries (`[bpf]`) are left out:
 //! BPF programs are resolved from the recording's own KSYMBOL records, which
 //! stay right after the program is gone.
+//!
+//! The table is held in one encoded form (see [`Kallsyms::encode`]) whether
+//! it was parsed from text or mapped from the per-boot cache: a cached table
+//! is used where it lies, checked but not copied.
 
 use std::path::Path;
 
-#[derive(Debug, Clone, Copy)]
-struct Entry {
-    addr: u64,
-    name_off: u32,
-    name_len: u16,
-    /// Index into `modules`, or u16::MAX for the kernel image.
-    module: u16,
-}
+use super::file_map::FileBytes;
+
+/// Bytes before the entries: entry count, names length, module count,
+/// restricted flag.
+const HEAD: usize = 13;
+/// Bytes per entry: address, name offset, name length, module.
+const ENTRY: usize = 16;
 
 /// Sorted kernel text symbols.
-#[derive(Debug, Default)]
 pub struct Kallsyms {
-    entries: Vec<Entry>,
-    names: String,
+    /// The encoded table, from `at` on.
+    table: FileBytes,
+    at: usize,
+    n: usize,
+    /// Where the names lie in `table`.
+    names: usize,
     modules: Vec<String>,
     /// Set when every address read as 0 (kptr_restrict).
     pub restricted: bool,
+}
+
+impl Default for Kallsyms {
+    fn default() -> Self {
+        Kallsyms::decode(FileBytes::Owned(encode_parts(&[], "", &[], false)), 0)
+            .expect("an empty table encodes")
+    }
+}
+
+impl std::fmt::Debug for Kallsyms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kallsyms")
+            .field("symbols", &self.n)
+            .field("restricted", &self.restricted)
+            .finish()
+    }
 }
 
 /// A kernel address resolved against kallsyms.
@@ -33,6 +55,15 @@ pub struct KernelSym<'a> {
     pub module: Option<&'a str>,
 }
 
+/// One symbol as parsed, before encoding.
+struct Entry {
+    addr: u64,
+    name_off: u32,
+    name_len: u16,
+    /// Index into the modules, or u16::MAX for the kernel image.
+    module: u16,
+}
+
 impl Kallsyms {
     pub fn load(path: &Path) -> std::io::Result<Kallsyms> {
         Ok(Self::parse(&std::fs::read(path)?))
@@ -41,7 +72,9 @@ impl Kallsyms {
     /// Parse kallsyms text. Lines are split by hand, without an allocation
     /// each: there are over 100,000 of them and the report waits for this.
     pub fn parse(text: &[u8]) -> Kallsyms {
-        let mut k = Kallsyms::default();
+        let mut entries = Vec::new();
+        let mut names = String::new();
+        let mut modules: Vec<String> = Vec::new();
         let mut any_nonzero = false;
         let mut total = 0usize;
         for line in text.split(|&b| b == b'\n') {
@@ -68,38 +101,58 @@ impl Kallsyms {
                 Some(m) => {
                     let m = String::from_utf8_lossy(m);
                     let m = m.trim_start_matches('[').trim_end_matches(']');
-                    match k.modules.iter().position(|x| x == m) {
+                    match modules.iter().position(|x| x == m) {
                         Some(i) => i as u16,
                         None => {
-                            k.modules.push(m.to_string());
-                            (k.modules.len() - 1) as u16
+                            modules.push(m.to_string());
+                            (modules.len() - 1) as u16
                         }
                     }
                 }
                 None => u16::MAX,
             };
-            let name_off = k.names.len() as u32;
+            let name_off = names.len() as u32;
             let mut end = name.len().min(u16::MAX as usize);
             while !name.is_char_boundary(end) {
                 end -= 1;
             }
             let name = &name[..end];
-            k.names.push_str(name);
-            k.entries.push(Entry {
+            names.push_str(name);
+            entries.push(Entry {
                 addr,
                 name_off,
                 name_len: name.len() as u16,
                 module,
             });
         }
-        k.restricted = total > 0 && !any_nonzero;
+        let restricted = total > 0 && !any_nonzero;
         // Stable, so that of two symbols at one address the first listed wins.
-        k.entries.sort_by_key(|e| e.addr);
-        k
+        entries.sort_by_key(|e| e.addr);
+        let bytes = encode_parts(&entries, &names, &modules, restricted);
+        Kallsyms::decode(FileBytes::Owned(bytes), 0).expect("a parsed table encodes")
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty() || self.restricted
+        self.n == 0 || self.restricted
+    }
+
+    fn addr(&self, i: usize) -> u64 {
+        let o = self.at + HEAD + i * ENTRY;
+        u64::from_le_bytes(self.table[o..o + 8].try_into().unwrap())
+    }
+
+    /// Index of the last symbol at or below `addr`.
+    fn below(&self, addr: u64) -> Option<usize> {
+        let (mut lo, mut hi) = (0, self.n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.addr(mid) <= addr {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo.checked_sub(1)
     }
 
     /// The symbol at or below `addr`. Symbols have no size in kallsyms, so
@@ -109,107 +162,114 @@ impl Kallsyms {
         if self.restricted {
             return None;
         }
-        let i = self
-            .entries
-            .partition_point(|e| e.addr <= addr)
-            .checked_sub(1)?;
-        let e = self.entries[i];
+        let i = self.below(addr)?;
+        let o = self.at + HEAD + i * ENTRY;
+        let e = &self.table[o..o + ENTRY];
+        let name_off = u32::from_le_bytes(e[8..12].try_into().unwrap()) as usize;
+        let name_len = u16::from_le_bytes([e[12], e[13]]) as usize;
+        let module = u16::from_le_bytes([e[14], e[15]]);
+        let at = self.names + name_off;
+        // Checked when the table was decoded.
+        let name = std::str::from_utf8(&self.table[at..at + name_len]).unwrap_or_default();
         Some(KernelSym {
-            name: &self.names[e.name_off as usize..e.name_off as usize + e.name_len as usize],
-            start: e.addr,
-            module: self.modules.get(e.module as usize).map(String::as_str),
+            name,
+            start: self.addr(i),
+            module: self.modules.get(module as usize).map(String::as_str),
         })
     }
 
     /// The start of the first symbol after `addr` (a symbol's end, since
     /// kallsyms has no sizes).
     pub fn next_after(&self, addr: u64) -> Option<u64> {
-        let i = self.entries.partition_point(|e| e.addr <= addr);
-        self.entries.get(i).map(|e| e.addr)
-    }
-}
-
-/// The binary form kept in the per-boot cache (see `kallsyms_cache`):
-/// loading it is a copy and a check, not a parse of 120,000 lines.
-/// Little-endian: entry count, names length, module count, restricted;
-/// then the entries (address, name offset, name length, module), the
-/// names, and each module name after its u16 length.
-impl Kallsyms {
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(13 + self.entries.len() * 16 + self.names.len());
-        out.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(self.names.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(self.modules.len() as u32).to_le_bytes());
-        out.push(self.restricted as u8);
-        for e in &self.entries {
-            out.extend_from_slice(&e.addr.to_le_bytes());
-            out.extend_from_slice(&e.name_off.to_le_bytes());
-            out.extend_from_slice(&e.name_len.to_le_bytes());
-            out.extend_from_slice(&e.module.to_le_bytes());
-        }
-        out.extend_from_slice(self.names.as_bytes());
-        for m in &self.modules {
-            let m = &m.as_bytes()[..m.len().min(u16::MAX as usize)];
-            out.extend_from_slice(&(m.len() as u16).to_le_bytes());
-            out.extend_from_slice(m);
-        }
-        out
+        let i = self.below(addr).map_or(0, |i| i + 1);
+        (i < self.n).then(|| self.addr(i))
     }
 
-    /// The symbols [`Kallsyms::encode`] wrote, or `None` if `b` is not
-    /// exactly that: every count, offset and name is checked, so a damaged
-    /// file is never half-used.
-    pub fn decode(b: &[u8]) -> Option<Kallsyms> {
-        let mut c = b;
-        let mut take = |n: usize| -> Option<&[u8]> {
-            let (head, rest) = (c.get(..n)?, c.get(n..)?);
-            c = rest;
-            Some(head)
-        };
-        let u32_at = |x: &[u8]| u32::from_le_bytes(x.try_into().unwrap());
-        let n = u32_at(take(4)?) as usize;
-        let names_len = u32_at(take(4)?) as usize;
-        let n_modules = u32_at(take(4)?) as usize;
-        let restricted = match take(1)?[0] {
+    /// The encoded table: little-endian entry count, names length, module
+    /// count, restricted flag; then the entries (address, name offset, name
+    /// length, module), the names, and each module name after its u16
+    /// length.
+    pub fn encode(&self) -> &[u8] {
+        &self.table[self.at..]
+    }
+
+    /// The table [`Kallsyms::encode`] wrote, at `at` in `table`, or `None`
+    /// if it is not exactly that: every count, offset and name is checked
+    /// (without copying), so a damaged cache is never half-used.
+    pub fn decode(table: FileBytes, at: usize) -> Option<Kallsyms> {
+        let b = table.get(at..)?;
+        let u32_at =
+            |o: usize| Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?) as usize);
+        let n = u32_at(0)?;
+        let names_len = u32_at(4)?;
+        let n_modules = u32_at(8)?;
+        let restricted = match *b.get(12)? {
             0 => false,
             1 => true,
             _ => return None,
         };
-        let raw = take(n.checked_mul(16)?)?;
-        let names = std::str::from_utf8(take(names_len)?).ok()?.to_string();
+        let names = HEAD.checked_add(n.checked_mul(ENTRY)?)?;
+        let names_text = std::str::from_utf8(b.get(names..names.checked_add(names_len)?)?).ok()?;
+        let mut c = names + names_len;
         let mut modules = Vec::with_capacity(n_modules.min(4096));
         for _ in 0..n_modules {
-            let len = u16::from_le_bytes(take(2)?.try_into().unwrap()) as usize;
-            modules.push(std::str::from_utf8(take(len)?).ok()?.to_string());
+            let len = u16::from_le_bytes(b.get(c..c + 2)?.try_into().ok()?) as usize;
+            modules.push(
+                std::str::from_utf8(b.get(c + 2..c + 2 + len)?)
+                    .ok()?
+                    .to_string(),
+            );
+            c += 2 + len;
         }
-        if !c.is_empty() {
+        if c != b.len() {
             return None;
         }
-        let mut entries = Vec::with_capacity(n);
         let mut last = 0;
-        for e in raw.chunks_exact(16) {
-            let e = Entry {
-                addr: u64::from_le_bytes(e[..8].try_into().unwrap()),
-                name_off: u32_at(&e[8..12]),
-                name_len: u16::from_le_bytes([e[12], e[13]]),
-                module: u16::from_le_bytes([e[14], e[15]]),
-            };
-            let end = e.name_off as usize + e.name_len as usize;
-            let in_range = names.get(e.name_off as usize..end).is_some();
-            let module_ok = e.module == u16::MAX || (e.module as usize) < modules.len();
-            if e.addr < last || !in_range || !module_ok {
+        for e in b[HEAD..names].chunks_exact(ENTRY) {
+            let addr = u64::from_le_bytes(e[..8].try_into().unwrap());
+            let off = u32::from_le_bytes(e[8..12].try_into().unwrap()) as usize;
+            let len = u16::from_le_bytes([e[12], e[13]]) as usize;
+            let module = u16::from_le_bytes([e[14], e[15]]);
+            let name_ok = names_text.get(off..off + len).is_some();
+            let module_ok = module == u16::MAX || (module as usize) < modules.len();
+            if addr < last || !name_ok || !module_ok {
                 return None;
             }
-            last = e.addr;
-            entries.push(e);
+            last = addr;
         }
         Some(Kallsyms {
-            entries,
-            names,
+            table,
+            at,
+            n,
+            names: at + names,
             modules,
             restricted,
         })
     }
+}
+
+fn encode_parts(entries: &[Entry], names: &str, modules: &[String], restricted: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEAD + entries.len() * ENTRY + names.len());
+    out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(names.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(modules.len() as u32).to_le_bytes());
+    out.push(restricted as u8);
+    for e in entries {
+        out.extend_from_slice(&e.addr.to_le_bytes());
+        out.extend_from_slice(&e.name_off.to_le_bytes());
+        out.extend_from_slice(&e.name_len.to_le_bytes());
+        out.extend_from_slice(&e.module.to_le_bytes());
+    }
+    out.extend_from_slice(names.as_bytes());
+    for m in modules {
+        let mut len = m.len().min(u16::MAX as usize);
+        while !m.is_char_boundary(len) {
+            len -= 1;
+        }
+        out.extend_from_slice(&(len as u16).to_le_bytes());
+        out.extend_from_slice(&m.as_bytes()[..len]);
+    }
+    out
 }
 
 fn parse_hex(s: &[u8]) -> Option<u64> {
@@ -250,8 +310,8 @@ mod tests {
         let text = "ffffffff81000000 T _text\nffffffff81000100 t do_th\u{e9}ng\n\
                     ffffffffc0100000 t mod_fn\t[kvm]\nffffffffc0200000 t other\t[xfs]\n";
         let k = Kallsyms::parse(text.as_bytes());
-        let bytes = k.encode();
-        let d = Kallsyms::decode(&bytes).expect("what encode wrote");
+        let bytes = k.encode().to_vec();
+        let d = Kallsyms::decode(FileBytes::Owned(bytes.clone()), 0).expect("what encode wrote");
         for a in [
             0xffffffff81000150u64,
             0xffffffffc0100010,
@@ -263,21 +323,27 @@ mod tests {
         }
         assert_eq!(d.lookup(0xffffffffc0200001).unwrap().module, Some("xfs"));
         for cut in 0..bytes.len() {
-            assert!(Kallsyms::decode(&bytes[..cut]).is_none(), "cut at {cut}");
+            assert!(
+                Kallsyms::decode(FileBytes::Owned(bytes[..cut].to_vec()), 0).is_none(),
+                "cut at {cut}"
+            );
         }
         let mut longer = bytes.clone();
         longer.push(0);
-        assert!(Kallsyms::decode(&longer).is_none(), "trailing byte");
+        assert!(
+            Kallsyms::decode(FileBytes::Owned(longer), 0).is_none(),
+            "trailing byte"
+        );
         // A name offset past the names, then a module index past the modules.
         let mut bad = bytes.clone();
         bad[13 + 8..13 + 12].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(Kallsyms::decode(&bad).is_none());
+        assert!(Kallsyms::decode(FileBytes::Owned(bad), 0).is_none());
         let mut bad = bytes.clone();
         bad[13 + 14..13 + 16].copy_from_slice(&7u16.to_le_bytes());
-        assert!(Kallsyms::decode(&bad).is_none());
+        assert!(Kallsyms::decode(FileBytes::Owned(bad), 0).is_none());
         // Addresses out of order.
         let mut bad = bytes.clone();
         bad[13..13 + 8].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert!(Kallsyms::decode(&bad).is_none());
+        assert!(Kallsyms::decode(FileBytes::Owned(bad), 0).is_none());
     }
 }

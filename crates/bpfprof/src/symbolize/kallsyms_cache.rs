@@ -15,6 +15,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::file_map::map_file;
 use super::Kallsyms;
 
 const PROC: &str = "/proc/kallsyms";
@@ -71,17 +72,18 @@ fn stamp() -> Option<String> {
 }
 
 /// The cached symbols if the file was written for `stamp` and is whole.
+/// The file is mapped, not read: it is replaced by renaming, never
+/// rewritten in place, so the mapping stays valid.
 fn read(file: &Path, stamp: &str) -> Option<Kallsyms> {
-    let data = std::fs::read(file).ok()?;
-    let nl = data.iter().position(|&b| b == b'\n')?;
+    let data = map_file(file)?;
+    let nl = data.iter().take(256).position(|&b| b == b'\n')?;
     let head = std::str::from_utf8(&data[..nl]).ok()?;
     let rest = head.strip_prefix(MAGIC)?.strip_prefix(' ')?;
     let (st, len) = rest.rsplit_once(' ')?;
-    let body = &data[nl + 1..];
-    if st != stamp || len.parse::<usize>().ok()? != body.len() {
+    if st != stamp || len.parse::<usize>().ok()? != data.len() - nl - 1 {
         return None;
     }
-    Kallsyms::decode(body).filter(|k| !k.is_empty())
+    Kallsyms::decode(data, nl + 1).filter(|k| !k.is_empty())
 }
 
 fn write(dir: &Path, file: &Path, stamp: &str, k: &Kallsyms) -> std::io::Result<()> {
@@ -101,7 +103,7 @@ fn write(dir: &Path, file: &Path, stamp: &str, k: &Kallsyms) -> std::io::Result<
         .mode(0o600)
         .open(&tmp)?;
     writeln!(f, "{MAGIC} {stamp} {}", body.len())?;
-    f.write_all(&body)?;
+    f.write_all(body)?;
     drop(f);
     std::fs::rename(&tmp, file).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);

@@ -403,5 +403,4 @@ impl Symbolizer {
             None => PathBuf::from(name),
         }
     }
-
 }
