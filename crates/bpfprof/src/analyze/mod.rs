@@ -10,6 +10,7 @@ mod memo;
 pub mod profile;
 mod raw_stacks;
 pub mod render;
+mod row_order;
 pub mod table;
 
 pub use profile::{Profile, ProfileOptions};

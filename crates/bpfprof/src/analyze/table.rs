@@ -1,9 +1,12 @@
 //! Grouping a profile's rows by `--sort` keys, with filters and percent
 //! limits: the data behind the main report table, before it is printed.
 
+use std::cmp::Reverse;
+
 use rustc_hash::FxHashMap;
 
 use super::profile::{Counts, Profile, RowKey};
+use super::row_order::TieRanks;
 use crate::symbolize::DsoKind;
 
 /// A `--sort` key.
@@ -111,51 +114,30 @@ pub fn group(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) -
     if children {
         add_children(p, keys, filters, &mut groups);
     }
-    let mut rows: Vec<(u64, [u64; 5], Row)> = groups
-        .into_iter()
-        .map(|(k, r)| (r.children.unwrap_or(r.counts).period, k, r))
+    let rows: Vec<([u64; 5], Row)> = groups.into_iter().collect();
+    let ranks = TieRanks::new(p, keys, &rows.iter().map(|r| &r.1.key).collect::<Vec<_>>());
+    // Heaviest first; ties as perf orders them (see `row_order`), then by
+    // group for a stable output.
+    let mut order: Vec<_> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, (g, r))| {
+            let period = r.children.unwrap_or(r.counts).period;
+            (
+                Reverse(period),
+                Reverse(r.counts.period),
+                ranks.of(&r.key),
+                *g,
+                i as u32,
+            )
+        })
         .collect();
-    // Heaviest first; ties as perf orders them (by each key's text, with
-    // resolved symbols before bare addresses), without building text.
-    rows.sort_unstable_by(|a, b| {
-        b.0.cmp(&a.0)
-            .then(b.2.counts.period.cmp(&a.2.counts.period))
-            .then_with(|| tie_order(p, keys, &a.2.key, &b.2.key))
-            .then(a.1.cmp(&b.1))
-    });
-    rows.into_iter().map(|(_, _, r)| r).collect()
-}
-
-fn tie_order(p: &Profile, keys: &[SortKey], a: &RowKey, b: &RowKey) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
-    let comm = |k: &RowKey| p.sym.threads.comms[k.comm as usize].as_str();
-    for key in keys {
-        let o = match key {
-            SortKey::Comm => comm(a).cmp(comm(b)),
-            SortKey::Pid => a.tid.cmp(&b.tid),
-            SortKey::Dso => p.sym.dsos[a.frame.dso as usize]
-                .short
-                .cmp(&p.sym.dsos[b.frame.dso as usize].short),
-            SortKey::Sym => {
-                let (x, y) = (
-                    &p.sym.syms[a.frame.sym as usize],
-                    &p.sym.syms[b.frame.sym as usize],
-                );
-                y.resolved.cmp(&x.resolved).then_with(|| {
-                    if x.resolved {
-                        x.name.cmp(&y.name)
-                    } else {
-                        x.start.cmp(&y.start)
-                    }
-                })
-            }
-            SortKey::BpfProg => bpf_prog_of(p, a).cmp(&bpf_prog_of(p, b)),
-        };
-        if o != Ordering::Equal {
-            return o;
-        }
-    }
-    Ordering::Equal
+    order.sort_unstable();
+    let mut rows: Vec<Option<Row>> = rows.into_iter().map(|(_, r)| Some(r)).collect();
+    order
+        .into_iter()
+        .filter_map(|o| rows[o.4 as usize].take())
+        .collect()
 }
 
 /// Children: each sample counts once for every distinct group its stack

@@ -1,0 +1,152 @@
+//! The order of rows with equal overhead: perf orders them by each sort
+//! key's text (resolved symbols before bare addresses). Comparing names
+//! inside the sort cost more than the rest of grouping on a big profile,
+//! so each key's values are ranked once, and rows compare integers.
+
+use std::cmp::Ordering;
+
+use rustc_hash::FxHashMap;
+
+use super::profile::{Profile, RowKey};
+use super::table::{bpf_prog_of, SortKey};
+
+/// Per sort key, the rank of a value in perf's tie order. Equal texts
+/// get equal ranks.
+pub struct TieRanks<'a> {
+    p: &'a Profile,
+    keys: &'a [SortKey],
+    comm: Vec<u32>,
+    dso: Vec<u32>,
+    /// By symbol id; only the symbols of the rows being sorted are ranked.
+    sym: Vec<u32>,
+    bpf: FxHashMap<Option<(u32, u32)>, u32>,
+}
+
+impl<'a> TieRanks<'a> {
+    pub fn new(p: &'a Profile, keys: &'a [SortKey], rows: &[&RowKey]) -> TieRanks<'a> {
+        let mut r = TieRanks {
+            p,
+            keys,
+            comm: Vec::new(),
+            dso: Vec::new(),
+            sym: Vec::new(),
+            bpf: FxHashMap::default(),
+        };
+        for key in keys {
+            match key {
+                SortKey::Comm => {
+                    let comms = &p.sym.threads.comms;
+                    r.comm = rank((0..comms.len() as u32).collect(), |&a, &b| {
+                        comms[a as usize].cmp(&comms[b as usize])
+                    });
+                }
+                SortKey::Dso => {
+                    let dsos = &p.sym.dsos;
+                    r.dso = rank((0..dsos.len() as u32).collect(), |&a, &b| {
+                        dsos[a as usize].short.cmp(&dsos[b as usize].short)
+                    });
+                }
+                SortKey::Sym => {
+                    let mut used: Vec<u32> = rows.iter().map(|k| k.frame.sym).collect();
+                    used.sort_unstable();
+                    used.dedup();
+                    r.sym = rank_syms(p, used);
+                }
+                SortKey::BpfProg => {
+                    let mut progs: Vec<_> = rows.iter().map(|k| bpf_prog_of(p, k)).collect();
+                    progs.sort_unstable();
+                    progs.dedup();
+                    r.bpf = progs.into_iter().zip(0..).collect();
+                }
+                SortKey::Pid => {}
+            }
+        }
+        r
+    }
+
+    /// The ranks of a row's values, key by key.
+    pub fn of(&self, k: &RowKey) -> [u32; 5] {
+        let mut out = [0; 5];
+        for (slot, key) in out.iter_mut().zip(self.keys) {
+            *slot = match key {
+                SortKey::Comm => self.comm[k.comm as usize],
+                SortKey::Pid => k.tid,
+                SortKey::Dso => self.dso[k.frame.dso as usize],
+                SortKey::Sym => self.sym[k.frame.sym as usize],
+                SortKey::BpfProg => self.bpf[&bpf_prog_of(self.p, k)],
+            };
+        }
+        out
+    }
+}
+
+/// Resolved symbols first, by name; then addresses.
+fn sym_order(p: &Profile, a: u32, b: u32) -> Ordering {
+    let (x, y) = (&p.sym.syms[a as usize], &p.sym.syms[b as usize]);
+    y.resolved.cmp(&x.resolved).then_with(|| {
+        if x.resolved {
+            x.name.cmp(&y.name)
+        } else {
+            x.start.cmp(&y.start)
+        }
+    })
+}
+
+/// Ranks of symbols, indexed by symbol id. Most names differ in their
+/// first eight bytes, so those are compared as an integer, from an array,
+/// before whole names are.
+fn rank_syms(p: &Profile, used: Vec<u32>) -> Vec<u32> {
+    let syms = &p.sym.syms;
+    let mut keyed: Vec<(bool, u64, u32)> = used
+        .into_iter()
+        .map(|id| {
+            let s = &syms[id as usize];
+            let k = match s.resolved {
+                true => {
+                    let mut b = [0u8; 8];
+                    let n = s.name.len().min(8);
+                    b[..n].copy_from_slice(&s.name.as_bytes()[..n]);
+                    u64::from_be_bytes(b)
+                }
+                false => s.start,
+            };
+            (!s.resolved, k, id)
+        })
+        .collect();
+    let order = |a: &(bool, u64, u32), b: &(bool, u64, u32)| {
+        (a.0, a.1)
+            .cmp(&(b.0, b.1))
+            .then_with(|| sym_order(p, a.2, b.2))
+    };
+    keyed.sort_unstable_by(order);
+    let mut ranks = vec![0; syms.len()];
+    let mut r = 0;
+    for i in 0..keyed.len() {
+        if i > 0 && order(&keyed[i - 1], &keyed[i]) != Ordering::Equal {
+            r += 1;
+        }
+        ranks[keyed[i].2 as usize] = r;
+    }
+    ranks
+}
+
+/// Ranks of `ids` under `order`, indexed by id.
+fn rank(ids: Vec<u32>, order: impl Fn(&u32, &u32) -> Ordering) -> Vec<u32> {
+    let n = ids.len();
+    rank_sparse(ids, n, order)
+}
+
+/// Ranks of `ids` under `order`, in a table of `len` indexed by id (ids
+/// not given rank 0); equal ids under `order` share a rank.
+fn rank_sparse(mut ids: Vec<u32>, len: usize, order: impl Fn(&u32, &u32) -> Ordering) -> Vec<u32> {
+    ids.sort_unstable_by(&order);
+    let mut ranks = vec![0; len];
+    let mut r = 0;
+    for i in 0..ids.len() {
+        if i > 0 && order(&ids[i - 1], &ids[i]) != Ordering::Equal {
+            r += 1;
+        }
+        ranks[ids[i] as usize] = r;
+    }
+    ranks
+}
