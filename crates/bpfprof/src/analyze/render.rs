@@ -140,27 +140,34 @@ fn main_table(
             .collect();
         callgraph::index(p, &o.keys, &o.filters, &wanted)
     });
+    // Lines are made in a buffer and written in large pieces: formatting
+    // through the writer pads one character per call.
+    let mut line = String::new();
     for (n, r) in visible.iter().enumerate() {
+        use std::fmt::Write as _;
         if let Some(ch) = r.children {
-            write!(
-                out,
-                "  {:>7.2}%  {:>7.2}%",
-                p.percent(&ch),
-                p.percent(&r.counts)
-            )?;
-        } else {
-            write!(out, "  {:>7.2}%", p.percent(&r.counts))?;
+            let _ = write!(line, "  {:>7.2}%", p.percent(&ch));
         }
-        write!(out, "  {:>8}", r.counts.samples)?;
+        let _ = write!(
+            line,
+            "  {:>7.2}%  {:>8}",
+            p.percent(&r.counts),
+            r.counts.samples
+        );
         for (i, &w) in widths.iter().enumerate() {
             let c = cell(n * o.keys.len() + i);
-            if i == last {
-                write!(out, "  {c}")?;
-            } else {
-                write!(out, "  {c:<w$}")?;
+            line.push_str("  ");
+            line.push_str(c);
+            if i != last {
+                let pad = w.saturating_sub(c.chars().count());
+                line.extend(std::iter::repeat_n(' ', pad));
             }
         }
-        writeln!(out)?;
+        line.push('\n');
+        if line.len() >= 1 << 16 || stacks.is_some() {
+            out.write_all(line.as_bytes())?;
+            line.clear();
+        }
         if let (Some(order), Some(stacks)) = (o.callgraph, &stacks) {
             match stacks.get(&table::group_key(&o.keys, p, &r.key)) {
                 Some(s) => callgraph::print(p, s, order, graph_min, out)?,
@@ -169,6 +176,7 @@ fn main_table(
             }
         }
     }
+    out.write_all(line.as_bytes())?;
     Ok(())
 }
 
