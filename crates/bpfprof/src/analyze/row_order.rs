@@ -2,6 +2,13 @@
 //! key's text (resolved symbols before bare addresses). Comparing names
 //! inside the sort cost more than the rest of grouping on a big profile,
 //! so each key's values are ranked once, and rows compare integers.
+//!
+//! Rows whose texts are all equal (`[k] strcmp` and `[.] strcmp` under
+//! `--sort sym`) are ordered by their shared object's name (as perf's
+//! collapsed entries are: `[k] strcmp` of `[kernel.kallsyms]` before
+//! `[.] strcmp` of `libc.so.6`), then path, then the symbol's address:
+//! never by internal ids, which depend on the order in which symbols were
+//! first resolved, and so on thread timing.
 
 use std::cmp::Ordering;
 
@@ -20,6 +27,8 @@ pub struct TieRanks<'a> {
     /// By symbol id; only the symbols of the rows being sorted are ranked.
     sym: Vec<u32>,
     bpf: FxHashMap<Option<(u32, u32)>, u32>,
+    /// By DSO id: the rank of its short name, then path.
+    dso_path: Vec<u32>,
 }
 
 impl<'a> TieRanks<'a> {
@@ -31,7 +40,13 @@ impl<'a> TieRanks<'a> {
             dso: Vec::new(),
             sym: Vec::new(),
             bpf: FxHashMap::default(),
+            dso_path: Vec::new(),
         };
+        let dsos = &p.sym.dsos;
+        r.dso_path = rank((0..dsos.len() as u32).collect(), |&a, &b| {
+            let (a, b) = (&dsos[a as usize], &dsos[b as usize]);
+            (&a.short, &a.name).cmp(&(&b.short, &b.name))
+        });
         for key in keys {
             match key {
                 SortKey::Comm => {
@@ -62,6 +77,13 @@ impl<'a> TieRanks<'a> {
             }
         }
         r
+    }
+
+    /// What orders rows whose ranks are all equal: the row's shared object
+    /// by name and path, then its symbol's address.
+    pub fn identity(&self, k: &RowKey) -> (u32, u64) {
+        let start = self.p.sym.syms[k.frame.sym as usize].start;
+        (self.dso_path[k.frame.dso as usize], start)
     }
 
     /// The ranks of a row's values, key by key.

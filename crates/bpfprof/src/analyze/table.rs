@@ -127,6 +127,7 @@ pub fn group(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) -
                 Reverse(period),
                 Reverse(r.counts.period),
                 ranks.of(&r.key),
+                ranks.identity(&r.key),
                 *g,
                 i as u32,
             )
@@ -136,7 +137,7 @@ pub fn group(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) -
     let mut rows: Vec<Option<Row>> = rows.into_iter().map(|(_, r)| Some(r)).collect();
     order
         .into_iter()
-        .filter_map(|o| rows[o.4 as usize].take())
+        .filter_map(|o| rows[o.5 as usize].take())
         .collect()
 }
 
