@@ -5,6 +5,7 @@ pub mod annotate;
 pub mod annotate_render;
 pub mod bpf_view;
 pub mod callgraph;
+mod early_frames;
 mod events;
 mod memo;
 pub mod profile;

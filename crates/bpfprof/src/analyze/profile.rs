@@ -3,10 +3,12 @@
 //! shows is derived from a [`Profile`].
 
 use std::collections::BTreeMap;
+use std::sync::mpsc::TryRecvError;
 
 use anyhow::{Context, Result};
 use perfdata::{BpfProgInfo, PerfFile};
 
+use super::early_frames::{EarlyFrames, LocKey};
 use super::events::{is_kernel_mode, note, Event};
 use super::memo::{Changes, RowCache, SampleKey};
 use super::raw_stacks::NodeKind;
@@ -214,7 +216,6 @@ impl Profile {
         // The pass settles each address to a location; symbols are looked
         // up once per distinct location afterwards, when the background
         // loads are done.
-        type LocKey = (CommId, u32, u32, Loc);
         let mut row_index: FxHashMap<LocKey, u32> = FxHashMap::default();
         let mut loc_rows: Vec<(LocKey, Counts)> = Vec::new();
         // Location stacks mirror the reader's address stacks: raw node id →
@@ -225,11 +226,25 @@ impl Profile {
         let mut loc_chains: FxHashMap<(u32, u32), Counts> = FxHashMap::default();
         let mut changes = Changes::default();
         let mut row_cache = RowCache::default();
+        let mut early = EarlyFrames::default();
         let (tx, rx) = std::sync::mpsc::sync_channel(4);
         let (give_back, recycle) = std::sync::mpsc::channel();
         std::thread::scope(|scope| -> Result<()> {
             scope.spawn(|| super::events::stream(file, opts.callchains, tx, recycle));
-            for batch in rx {
+            loop {
+                let batch = match rx.try_recv() {
+                    Ok(b) => b,
+                    Err(TryRecvError::Disconnected) => break,
+                    Err(TryRecvError::Empty) => {
+                        if early.step(&mut p.sym, &loc_nodes, &loc_rows, opts.callchains) {
+                            continue;
+                        }
+                        match rx.recv() {
+                            Ok(b) => b,
+                            Err(_) => break,
+                        }
+                    }
+                };
                 let mut batch = batch.with_context(|| format!("reading {path}"))?;
                 progress.update(batch.offset);
                 p.warnings.append(&mut batch.warnings);
@@ -379,8 +394,9 @@ impl Profile {
         let mut row_keys: Vec<Option<RowKey>> = vec![None; loc_rows.len()];
         for &(loc, r) in &order {
             let ((comm, pid, tid, _), c) = loc_rows[r as usize];
-            let frame = match last {
-                Some((l, f)) if l == loc => f,
+            let frame = match (early.row(r as usize), last) {
+                (Some(f), _) => f,
+                (None, Some((l, f))) if l == loc => f,
                 // Stacks ask again for the locations they hold.
                 _ if opts.callchains => p.sym.frame(loc),
                 _ => p.sym.resolve(loc),
@@ -417,7 +433,11 @@ impl Profile {
         p.stacks = Stacks {
             nodes: loc_nodes
                 .iter()
-                .map(|&(parent, loc)| (parent, p.sym.frame(loc)))
+                .enumerate()
+                .map(|(i, &(parent, loc))| {
+                    let frame = early.node(i).unwrap_or_else(|| p.sym.frame(loc));
+                    (parent, frame)
+                })
                 .collect(),
         };
         p.chains = loc_chains

@@ -1,10 +1,11 @@
 //! Loading symbol sources on the second core while the recording is read:
 //! /proc/kallsyms first, then the ELF symbols of each binary as soon as it
-//! gets its first sample. The report joins the loader after the pass over
-//! the records, so these loads overlap with it instead of following it.
+//! gets its first sample. Each source is handed back as soon as it is
+//! loaded, so that the replay can resolve locations while it waits for
+//! the reader, instead of all of them after the pass.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{channel, Sender};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::thread::JoinHandle;
 
 use super::file_map::{map_file, FileBytes};
@@ -17,41 +18,49 @@ pub struct Job {
     pub build_id: Option<Vec<u8>>,
 }
 
-pub struct Loaded {
-    pub kallsyms: Kallsyms,
-    pub elfs: Vec<(DsoId, Option<ElfSymbols>)>,
+/// A loaded source.
+pub enum Loaded {
+    Kallsyms(Kallsyms),
+    Elf(DsoId, Option<ElfSymbols>),
 }
 
 pub struct Loader {
     tx: Sender<Job>,
-    handle: JoinHandle<Loaded>,
+    done: Receiver<Loaded>,
+    handle: JoinHandle<()>,
 }
 
 impl Loader {
     pub fn start(kallsyms: PathBuf) -> Loader {
         let (tx, rx) = channel::<Job>();
+        let (give, done) = channel();
         let handle = std::thread::spawn(move || {
-            let kallsyms = kallsyms_cache::load(&kallsyms).unwrap_or_default();
-            let elfs = rx
-                .iter()
-                .map(|j| (j.dso, load_elf(&j.path, j.kind, j.build_id.as_deref())))
-                .collect();
-            Loaded { kallsyms, elfs }
+            let k = kallsyms_cache::load(&kallsyms).unwrap_or_default();
+            // A send fails only once the receiver stopped caring.
+            let _ = give.send(Loaded::Kallsyms(k));
+            for j in rx {
+                let elf = load_elf(&j.path, j.kind, j.build_id.as_deref());
+                let _ = give.send(Loaded::Elf(j.dso, elf));
+            }
         });
-        Loader { tx, handle }
+        Loader { tx, done, handle }
     }
 
     pub fn request(&self, job: Job) {
-        // A send fails only if the thread died; the join reports that.
+        // A send fails only if the thread died; `finish` copes with that.
         let _ = self.tx.send(job);
     }
 
-    pub fn finish(self) -> Loaded {
+    /// Sources loaded since the last call, without waiting.
+    pub fn ready(&self) -> impl Iterator<Item = Loaded> + '_ {
+        self.done.try_iter()
+    }
+
+    /// Every source still to come, waiting for the loads asked for.
+    pub fn finish(self) -> impl Iterator<Item = Loaded> {
         drop(self.tx);
-        self.handle.join().unwrap_or_else(|_| Loaded {
-            kallsyms: Kallsyms::default(),
-            elfs: Vec::new(),
-        })
+        let _ = self.handle.join();
+        self.done.into_iter()
     }
 }
 

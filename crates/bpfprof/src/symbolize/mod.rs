@@ -140,6 +140,7 @@ pub struct Symbolizer {
     /// resolved last, in the ELF's virtual addresses.
     last_user: Option<(DsoId, u64, u64, Frame)>,
     loader: Option<loader::Loader>,
+    kallsyms_loaded: bool,
     requested: Vec<bool>,
     /// Files whose symbols could not be read, with why (reported once).
     pub unreadable: Vec<(String, String)>,
@@ -167,6 +168,7 @@ impl Symbolizer {
             last_kernel: None,
             last_user: None,
             loader: Some(loader::Loader::start(kallsyms)),
+            kallsyms_loaded: false,
             requested: Vec::new(),
             unreadable: Vec::new(),
             symfs: None,
@@ -258,15 +260,50 @@ impl Symbolizer {
         }
     }
 
+    /// Take the sources loaded so far, without waiting.
+    pub fn take_loaded(&mut self) {
+        if let Some(l) = self.loader.take() {
+            let ready: Vec<_> = l.ready().collect();
+            self.loader = Some(l);
+            for x in ready {
+                self.install(x);
+            }
+        }
+    }
+
     /// Wait for the background loads; call once the replay is done and
-    /// before [`Symbolizer::frame`].
+    /// before [`Symbolizer::frame`] is asked about anything that
+    /// [`Symbolizer::can_resolve`] did not allow.
     pub fn finish_loading(&mut self) {
         if let Some(l) = self.loader.take() {
-            let loaded = l.finish();
-            self.kallsyms = loaded.kallsyms;
-            for (dso, elf) in loaded.elfs {
+            for x in l.finish() {
+                self.install(x);
+            }
+        }
+        self.kallsyms_loaded = true;
+    }
+
+    fn install(&mut self, x: loader::Loaded) {
+        match x {
+            loader::Loaded::Kallsyms(k) => {
+                self.kallsyms = k;
+                self.kallsyms_loaded = true;
+            }
+            loader::Loaded::Elf(dso, elf) => {
                 let _ = self.dsos[dso as usize].elf.set(elf);
             }
+        }
+    }
+
+    /// Whether a location can be resolved now, during the replay, to the
+    /// frame it will have at the end: its symbols are loaded, and it is
+    /// not BPF code (whose program id may come with a later BPF_EVENT).
+    pub fn can_resolve(&self, loc: Loc) -> bool {
+        match loc {
+            Loc::Kernel(_) => self.kallsyms_loaded,
+            Loc::Bpf(_) => false,
+            Loc::User(dso, _) => self.dsos[dso as usize].elf.get().is_some(),
+            Loc::Unknown(_) => true,
         }
     }
 
