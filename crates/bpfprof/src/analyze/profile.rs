@@ -282,11 +282,17 @@ impl Profile {
                                 continue;
                             }
                             let kernel = is_kernel_mode(misc, ip);
+                            // Merging threads, a location depends on the
+                            // process, not the thread, and a kernel one on
+                            // neither (only on the BPF symbol events).
+                            let (ctid, cpid) = match (opts.merge_threads, kernel) {
+                                (false, _) => (tid, pid),
+                                (true, false) => (pid, pid),
+                                (true, true) => (u32::MAX, u32::MAX),
+                            };
                             let key = SampleKey {
-                                // A location depends on the process, not
-                                // on the thread.
-                                tid: if opts.merge_threads { pid } else { tid },
-                                pid,
+                                tid: ctid,
+                                pid: cpid,
                                 ip,
                                 kernel,
                             };
