@@ -23,9 +23,23 @@ struct Sym {
     name_off: u32,
 }
 
+/// Marks a symbol whose name is one of several aliases that only their
+/// demangled names can tell apart: chosen when the name is first needed.
+const LAZY: u32 = u32::MAX;
+
+/// Aliases at one address left for [`ElfSymbols::name_of`] to choose from.
+#[derive(Default)]
+struct Ties {
+    /// (start, first, count) into `names`, by start.
+    groups: Vec<(u64, u32, u32)>,
+    /// (name offset, symbol table order) of each tied alias.
+    names: Vec<(u32, u32)>,
+}
+
 /// One ELF file's function symbols.
 pub struct ElfSymbols {
     syms: Vec<Sym>,
+    ties: Ties,
     /// The file, and where its string table lies in it.
     data: FileBytes,
     strtab: std::ops::Range<usize>,
@@ -40,6 +54,7 @@ impl Default for ElfSymbols {
     fn default() -> Self {
         ElfSymbols {
             syms: Vec::new(),
+            ties: Ties::default(),
             data: FileBytes::Owned(Vec::new()),
             strtab: 0..0,
             segments: Vec::new(),
@@ -77,9 +92,10 @@ impl ElfSymbols {
             object::FileKind::Elf64 => read::<elf::FileHeader64<object::Endianness>>(&data)?,
             _ => return Err("not an ELF file".into()),
         };
-        let (syms, strtab, segments, build_id, has_symtab) = parsed;
+        let ((syms, ties), strtab, segments, build_id, has_symtab) = parsed;
         Ok(ElfSymbols {
             syms,
+            ties,
             data,
             strtab,
             segments,
@@ -88,10 +104,27 @@ impl ElfSymbols {
         })
     }
 
-    /// The name at `off` in the string table: up to its NUL, or the end
-    /// of the table in a damaged file.
-    fn name(&self, off: u32) -> Cow<'_, str> {
-        name_in(&self.data[self.strtab.clone()], off)
+    /// A symbol's name (mangled).
+    fn name_of(&self, s: &Sym) -> Cow<'_, str> {
+        let strings = &self.data[self.strtab.clone()];
+        if s.name_off != LAZY {
+            return name_in(strings, s.name_off);
+        }
+        let g = self.ties.groups.partition_point(|g| g.0 < s.start);
+        let Some(&(_, first, n)) = self.ties.groups.get(g) else {
+            return Cow::Borrowed("");
+        };
+        let group = &self.ties.names[first as usize..(first + n) as usize];
+        let best = group.iter().max_by_key(|&&(off, order)| {
+            let name = demangle(&name_in(strings, off));
+            let underscores = name.bytes().take_while(|&b| b == b'_').count();
+            (
+                std::cmp::Reverse(underscores),
+                name.len(),
+                std::cmp::Reverse(order),
+            )
+        });
+        best.map_or(Cow::Borrowed(""), |&(off, _)| name_in(strings, off))
     }
 
     /// This file's segments with another file's symbols: a stripped
@@ -120,7 +153,7 @@ impl ElfSymbols {
             .partition_point(|s| s.start <= vaddr)
             .checked_sub(1)?;
         let s = self.syms[i];
-        (vaddr < s.end).then(|| (self.name(s.name_off), s.start))
+        (vaddr < s.end).then(|| (self.name_of(&s), s.start))
     }
 
     /// The start of the function [`ElfSymbols::lookup`] finds for `vaddr`,
@@ -140,7 +173,7 @@ impl ElfSymbols {
     pub fn find(&self, name: &str) -> Option<(u64, u64)> {
         self.syms
             .iter()
-            .find(|s| demangle(&self.name(s.name_off)) == name)
+            .find(|s| demangle(&self.name_of(s)) == name)
             .map(|s| (s.start, s.end))
     }
 
@@ -154,7 +187,7 @@ impl ElfSymbols {
 }
 
 type Parsed = (
-    Vec<Sym>,
+    (Vec<Sym>, Ties),
     std::ops::Range<usize>,
     Vec<(u64, u64, u64)>,
     Option<Vec<u8>>,
@@ -216,17 +249,33 @@ fn read<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<Par
     // Aliases at one address: keep the one perf keeps, so that both tools
     // print the same name.
     let mut syms: Vec<Sym> = Vec::with_capacity(cands.len());
+    let mut ties = Ties::default();
     let mut i = 0;
     while i < cands.len() {
         let mut j = i + 1;
         while j < cands.len() && cands[j].start == cands[i].start {
             j += 1;
         }
-        let best = &cands[choose_best(&cands[i..j], strings) + i];
+        let group = &cands[i..j];
+        let tied = tied(group);
+        let same_size = tied.iter().all(|&k| group[k].size == group[tied[0]].size);
+        let (best, name_off) = if tied.len() > 1 && same_size {
+            // Only the demangled names can choose (C1/C2 constructors...):
+            // leave it to the first lookup, as most are never sampled.
+            let first = ties.names.len() as u32;
+            for &k in &tied {
+                ties.names.push((group[k].name_off, group[k].order as u32));
+            }
+            ties.groups.push((group[0].start, first, tied.len() as u32));
+            (&group[tied[0]], LAZY)
+        } else {
+            let best = &group[choose_best(group, &tied, strings)];
+            (best, best.name_off)
+        };
         syms.push(Sym {
             start: best.start,
             end: best.start + best.size,
-            name_off: best.name_off,
+            name_off,
         });
         i = j;
     }
@@ -236,23 +285,27 @@ fn read<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<Par
             syms[i].end = syms.get(i + 1).map_or(u64::MAX, |n| n.start);
         }
     }
-    Ok((syms, strtab, segments, build_id, has_symtab))
+    Ok(((syms, ties), strtab, segments, build_id, has_symtab))
 }
 
-/// The index of the alias perf's `choose_best_symbol` keeps. Names are
-/// demangled only to break ties that size and binding leave.
-fn choose_best(group: &[Candidate], strings: &[u8]) -> usize {
+/// The aliases perf's `choose_best_symbol` cannot tell apart by size and
+/// binding: the ones left for the names to decide.
+fn tied(group: &[Candidate]) -> Vec<usize> {
     let cheap = |c: &Candidate| (c.size > 0, !c.weak, c.global && !c.weak);
-    let Some(top) = group.iter().map(cheap).max() else {
-        return 0;
-    };
-    let tied: Vec<usize> = (0..group.len())
-        .filter(|&k| cheap(&group[k]) == top)
-        .collect();
+    let top = group.iter().map(cheap).max();
+    (0..group.len())
+        .filter(|&k| Some(cheap(&group[k])) == top)
+        .collect()
+}
+
+/// The index of the alias perf's `choose_best_symbol` keeps among the
+/// `tied` ones of a group.
+fn choose_best(group: &[Candidate], tied: &[usize], strings: &[u8]) -> usize {
     if tied.len() == 1 {
         return tied[0];
     }
-    tied.into_iter()
+    tied.iter()
+        .copied()
         .max_by_key(|&k| {
             let c = &group[k];
             let name = demangle(&name_in(strings, c.name_off));
@@ -368,7 +421,39 @@ fn strip_signature(full: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{demangle, ElfSymbols, Sym};
+    use super::{demangle, ElfSymbols, FileBytes, Sym, Ties, LAZY};
+
+    #[test]
+    fn tied_aliases_are_chosen_by_name_when_first_looked_up() {
+        // Two constructor aliases at 0x100 (C2 listed first), and at 0x200
+        // `__x` and `x`: perf keeps the first listed of equal names, else
+        // the name with fewer leading underscores.
+        let strings = b"\0_ZN1AC2Ev\0_ZN1AC1Ev\0__x\0x\0".to_vec();
+        let e = ElfSymbols {
+            syms: vec![
+                Sym {
+                    start: 0x100,
+                    end: 0x110,
+                    name_off: LAZY,
+                },
+                Sym {
+                    start: 0x200,
+                    end: 0x210,
+                    name_off: LAZY,
+                },
+            ],
+            ties: Ties {
+                groups: vec![(0x100, 0, 2), (0x200, 2, 2)],
+                names: vec![(1, 5), (11, 9), (21, 3), (25, 4)],
+            },
+            strtab: 0..strings.len(),
+            data: FileBytes::Owned(strings),
+            ..Default::default()
+        };
+        assert_eq!(e.lookup(0x105).unwrap().0, "_ZN1AC2Ev");
+        assert_eq!(e.lookup(0x205).unwrap().0, "x");
+        assert_eq!(e.find("x"), Some((0x200, 0x210)));
+    }
 
     #[test]
     fn a_lookup_range_holds_only_addresses_that_find_its_symbol() {
