@@ -115,7 +115,21 @@ fn walk(p: &Profile, n: &Node, depth: usize, min: f64, out: &mut dyn Write) -> s
         .filter(|(_, c)| p.percent(&c.counts) >= min)
         .map(|(s, c)| (s, c))
         .collect();
-    kids.sort_by(|a, b| b.1.counts.period.cmp(&a.1.counts.period).then(a.0.cmp(b.0)));
+    // Equal shares by name, shared object and address, not by symbol id:
+    // ids depend on the order symbols were first resolved in, which
+    // depends on thread timing.
+    let ident = |s: &SymId| {
+        let sym = &p.sym.syms[*s as usize];
+        let dso = &p.sym.dsos[sym.dso as usize];
+        (&sym.name, &dso.short, &dso.name, sym.start)
+    };
+    kids.sort_by(|a, b| {
+        b.1.counts
+            .period
+            .cmp(&a.1.counts.period)
+            .then_with(|| ident(a.0).cmp(&ident(b.0)))
+            .then(a.0.cmp(b.0))
+    });
     let single = kids.len() == 1 && kids[0].1.counts.period == n.counts.period;
     for (sym, child) in kids {
         let indent = " ".repeat(12 + 4 * depth);
