@@ -744,3 +744,35 @@ fn a_file_cut_in_its_data_is_reported_or_refused_cleanly() {
         }
     }
 }
+
+/// Symbols are resolved partly while the records are read, in an order
+/// that depends on thread timing; nothing printed may depend on it. Runs
+/// with a cold and a warm kallsyms cache differ most in timing.
+#[test]
+fn reports_are_the_same_on_every_run() {
+    let Some(r) = rec() else { return };
+    let cache = tempfile::tempdir().unwrap();
+    for args in [
+        &["--sort", "sym", "-g", "caller"][..],
+        &["--sort", "pid,dso,sym", "--children"][..],
+    ] {
+        let run = || {
+            support::stdout(
+                support::bpfprof()
+                    .env("XDG_CACHE_HOME", cache.path())
+                    .args(["report", "--stdio"])
+                    .args(args)
+                    .arg("-i")
+                    .arg(&r.data),
+            )
+        };
+        let first = run();
+        assert!(first.lines().count() > 10, "{args:?}:\n{first}");
+        for _ in 0..3 {
+            assert!(
+                run() == first,
+                "{args:?} printed something else on another run"
+            );
+        }
+    }
+}
