@@ -78,6 +78,9 @@ pub struct Batch {
     pub events: Vec<Event>,
     /// Stack nodes first seen in this batch, in id order.
     pub nodes: Vec<RawNode>,
+    /// The samples' call chains as recorded, one after another, until
+    /// [`intern_stacks`] turns them into nodes.
+    pub chains: Vec<u64>,
     /// File offset reached, for progress.
     pub offset: u64,
     /// Reader warnings, in the last batch.
@@ -91,6 +94,7 @@ impl Batch {
     pub fn clear(&mut self) {
         self.events.clear();
         self.nodes.clear();
+        self.chains.clear();
         self.warnings.clear();
         self.offset = 0;
     }
@@ -100,6 +104,10 @@ impl Batch {
 /// (sent as the last item) or when the receiver is gone. Batches the
 /// receiver is done with come back through `recycle`: reusing them saves
 /// faulting in and unmapping tens of megabytes on a big file.
+///
+/// With `callchains`, each sample's chain is copied into the batch and
+/// its `stack` is (start, length) there, for [`intern_stacks`]: interning
+/// takes several times longer than reading, so it has a thread of its own.
 pub fn stream(
     file: &PerfFile,
     callchains: bool,
@@ -120,9 +128,6 @@ pub fn stream(
         }
     };
     let mut batch = fresh();
-    let mut changes = Changes::default();
-    let mut stacks = RawStacks::default();
-    let mut chain: Vec<u64> = Vec::with_capacity(256);
     loop {
         let r = match records.next() {
             Ok(Some(r)) => r,
@@ -137,17 +142,11 @@ pub fn stream(
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         let ev = match r.record {
             Record::Sample(s) => {
-                let mut leaf = 0;
+                let mut stack = (0, 0);
                 if callchains {
-                    let key = SampleKey {
-                        tid: s.tid,
-                        pid: s.pid,
-                        ip: s.ip,
-                        kernel: is_kernel_mode(r.header.misc, s.ip),
-                    };
-                    chain.clear();
-                    chain.extend(s.callchain());
-                    leaf = stacks.leaf(&changes, key, &chain, &mut batch.nodes);
+                    let start = batch.chains.len();
+                    batch.chains.extend(s.callchain());
+                    stack = (start as u32, (batch.chains.len() - start) as u32);
                 }
                 Event::Sample {
                     attr: file.attr_index(s.id).unwrap_or(0) as u32,
@@ -157,7 +156,7 @@ pub fn stream(
                     ip: s.ip,
                     period: s.period,
                     time: s.time,
-                    stack: (leaf, batch.nodes.len() as u32),
+                    stack,
                 }
             }
             Record::Comm(c) => Event::Comm(Box::new(CommEvent {
@@ -217,10 +216,6 @@ pub fn stream(
             Record::LostSamples(n) => Event::LostSamples(n),
             _ => continue,
         };
-        if callchains {
-            // Only the stacks interned here depend on it.
-            note(&mut changes, &ev);
-        }
         batch.events.push(ev);
         if batch.events.len() >= BATCH {
             batch.offset = r.offset;
@@ -231,6 +226,58 @@ pub fn stream(
     }
     batch.warnings = std::mem::take(&mut records.warnings);
     let _ = tx.send(Ok(batch));
+}
+
+/// Intern the stacks of the batches [`stream`] made with call chains, in
+/// order, and pass them on: each sample's `stack` becomes (leaf node,
+/// nodes seen by the end of it), and its batch's `nodes` the nodes first
+/// seen in it.
+pub fn intern_stacks(
+    rx: Receiver<Result<Batch, perfdata::Error>>,
+    tx: SyncSender<Result<Batch, perfdata::Error>>,
+) {
+    let mut changes = Changes::default();
+    let mut stacks = RawStacks::default();
+    for msg in rx {
+        let mut batch = match msg {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
+        };
+        let Batch {
+            events,
+            nodes,
+            chains,
+            ..
+        } = &mut batch;
+        for ev in events.iter_mut() {
+            if let Event::Sample {
+                misc,
+                pid,
+                tid,
+                ip,
+                ref mut stack,
+                ..
+            } = *ev
+            {
+                let key = SampleKey {
+                    tid,
+                    pid,
+                    ip,
+                    kernel: is_kernel_mode(misc, ip),
+                };
+                let chain = &chains[stack.0 as usize..(stack.0 + stack.1) as usize];
+                let leaf = stacks.leaf(&changes, key, chain, nodes);
+                *stack = (leaf, nodes.len() as u32);
+            }
+            note(&mut changes, ev);
+        }
+        if tx.send(Ok(batch)).is_err() {
+            return;
+        }
+    }
 }
 
 /// Record in `ch` what an event changes for the samples after it.

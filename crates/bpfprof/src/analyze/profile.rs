@@ -230,7 +230,13 @@ impl Profile {
         let (tx, rx) = std::sync::mpsc::sync_channel(4);
         let (give_back, recycle) = std::sync::mpsc::channel();
         std::thread::scope(|scope| -> Result<()> {
-            scope.spawn(|| super::events::stream(file, opts.callchains, tx, recycle));
+            if opts.callchains {
+                let (to_intern, interned) = std::sync::mpsc::sync_channel(4);
+                scope.spawn(|| super::events::stream(file, true, to_intern, recycle));
+                scope.spawn(|| super::events::intern_stacks(interned, tx));
+            } else {
+                scope.spawn(|| super::events::stream(file, false, tx, recycle));
+            }
             loop {
                 let batch = match rx.try_recv() {
                     Ok(b) => b,

@@ -1,10 +1,12 @@
-//! Call stacks interned by address on the reading thread.
+//! Call stacks interned by address, on a thread between the reader and
+//! the replay.
 //!
 //! Interning a stack frame by frame is most of the work of a report with
 //! call graphs, and it needs no symbol: only the addresses and which
-//! process (in which state) they belong to. So the thread that reads the
-//! file interns them, and hands over each node once, when first seen; the
-//! replay resolves that one node to a location and never probes a table.
+//! process (in which state) they belong to. So a thread of its own interns
+//! them from the chains the reader copied out (`events::intern_stacks`),
+//! and hands over each node once, when first seen; the replay resolves
+//! that one node to a location and never probes a table.
 
 use rustc_hash::FxHashMap;
 
