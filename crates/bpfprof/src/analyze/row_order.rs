@@ -119,17 +119,12 @@ fn sym_order(p: &Profile, a: u32, b: u32) -> Ordering {
 /// before whole names are.
 fn rank_syms(p: &Profile, used: Vec<u32>) -> Vec<u32> {
     let syms = &p.sym.syms;
-    let mut keyed: Vec<(bool, u64, u32)> = used
+    let keyed: Vec<(bool, u64, u32)> = used
         .into_iter()
         .map(|id| {
             let s = &syms[id as usize];
             let k = match s.resolved {
-                true => {
-                    let mut b = [0u8; 8];
-                    let n = s.name.len().min(8);
-                    b[..n].copy_from_slice(&s.name.as_bytes()[..n]);
-                    u64::from_be_bytes(b)
-                }
+                true => prefix(&s.name),
                 false => s.start,
             };
             (!s.resolved, k, id)
@@ -140,35 +135,87 @@ fn rank_syms(p: &Profile, used: Vec<u32>) -> Vec<u32> {
             .cmp(&(b.0, b.1))
             .then_with(|| sym_order(p, a.2, b.2))
     };
-    keyed.sort_unstable_by(order);
-    let mut ranks = vec![0; syms.len()];
-    let mut r = 0;
-    for i in 0..keyed.len() {
-        if i > 0 && order(&keyed[i - 1], &keyed[i]) != Ordering::Equal {
-            r += 1;
-        }
-        ranks[keyed[i].2 as usize] = r;
-    }
-    ranks
+    ranks_of(keyed, syms.len(), |k| k.2, order)
+}
+
+/// The first eight bytes of a name as an integer that orders as the bytes
+/// do; names that differ there compare the same as whole names.
+fn prefix(name: &str) -> u64 {
+    let mut b = [0u8; 8];
+    let n = name.len().min(8);
+    b[..n].copy_from_slice(&name.as_bytes()[..n]);
+    u64::from_be_bytes(b)
 }
 
 /// Ranks of `ids` under `order`, indexed by id.
 fn rank(ids: Vec<u32>, order: impl Fn(&u32, &u32) -> Ordering) -> Vec<u32> {
     let n = ids.len();
-    rank_sparse(ids, n, order)
+    ranks_of(ids, n, |&id| id, order)
 }
 
-/// Ranks of `ids` under `order`, in a table of `len` indexed by id (ids
-/// not given rank 0); equal ids under `order` share a rank.
-fn rank_sparse(mut ids: Vec<u32>, len: usize, order: impl Fn(&u32, &u32) -> Ordering) -> Vec<u32> {
-    ids.sort_unstable_by(&order);
+/// Ranks of `items` under `order`, in a table of `len` indexed by each
+/// item's `id` (ids not given rank 0); items equal under `order` share a
+/// rank.
+fn ranks_of<T>(
+    mut items: Vec<T>,
+    len: usize,
+    id: impl Fn(&T) -> u32,
+    order: impl Fn(&T, &T) -> Ordering,
+) -> Vec<u32> {
+    items.sort_unstable_by(&order);
     let mut ranks = vec![0; len];
     let mut r = 0;
-    for i in 0..ids.len() {
-        if i > 0 && order(&ids[i - 1], &ids[i]) != Ordering::Equal {
+    for i in 0..items.len() {
+        if i > 0 && order(&items[i - 1], &items[i]) != Ordering::Equal {
             r += 1;
         }
-        ranks[ids[i] as usize] = r;
+        ranks[id(&items[i]) as usize] = r;
     }
     ranks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_order_as_names_do_where_they_differ() {
+        let names = [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "abcdefgh",
+            "abcdefgh2",
+            "b",
+            "B",
+            "_x",
+            "\u{e9}t\u{e9}",
+        ];
+        for a in names {
+            for b in names {
+                let (pa, pb) = (prefix(a), prefix(b));
+                if pa != pb {
+                    assert_eq!(pa.cmp(&pb), a.cmp(b), "{a:?} vs {b:?}");
+                }
+            }
+        }
+        assert_eq!(
+            prefix("abcdefgh1"),
+            prefix("abcdefgh2"),
+            "whole names decide"
+        );
+    }
+
+    #[test]
+    fn equal_items_share_a_rank_and_absent_ids_rank_zero() {
+        let names = ["b", "a", "b", "c"];
+        let ranks = ranks_of(
+            vec![0u32, 1, 2, 3],
+            6,
+            |&i| i,
+            |&x, &y| names[x as usize].cmp(names[y as usize]),
+        );
+        assert_eq!(ranks, vec![1, 0, 1, 2, 0, 0]);
+    }
 }
