@@ -262,12 +262,9 @@ impl Symbolizer {
 
     /// Take the sources loaded so far, without waiting.
     pub fn take_loaded(&mut self) {
-        if let Some(l) = self.loader.take() {
-            let ready: Vec<_> = l.ready().collect();
-            self.loader = Some(l);
-            for x in ready {
-                self.install(x);
-            }
+        let ready: Vec<_> = self.loader.iter().flat_map(|l| l.ready()).collect();
+        for x in ready {
+            self.install(x);
         }
     }
 
