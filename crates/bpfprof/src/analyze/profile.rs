@@ -214,8 +214,8 @@ impl Profile {
         };
         let mut progress = crate::progress::Progress::new(opts.progress, file.data_size());
         // The pass settles each address to a location; symbols are looked
-        // up once per distinct location afterwards, when the background
-        // loads are done.
+        // up once per distinct location, while the replay waits for
+        // records if its symbols are loaded by then, else after the pass.
         let mut row_index: FxHashMap<LocKey, u32> = FxHashMap::default();
         let mut loc_rows: Vec<(LocKey, Counts)> = Vec::new();
         // Location stacks mirror the reader's address stacks: raw node id →
