@@ -31,6 +31,13 @@ impl Map {
         &self.map
     }
 
+    /// Whether [`Map::release_before`] with `offset` would release anything:
+    /// callers can skip finding the offset when it would not.
+    pub fn would_release(&self, offset: usize) -> bool {
+        let released = self.released.load(std::sync::atomic::Ordering::Relaxed);
+        offset.min(self.map.len()) / 4096 * 4096 >= released + RELEASE_STEP
+    }
+
     /// Drop the pages before `offset` from memory: nothing before it will
     /// be read again except through a new iterator, which faults them back
     /// in from the page cache.

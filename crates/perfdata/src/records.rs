@@ -411,7 +411,12 @@ impl<'f> Records<'f> {
 
     /// Move every queued record with time <= limit to `ready`, in order.
     fn flush(&mut self, limit: u64) {
-        if let Some(map) = &self.file.map {
+        if let Some(map) = self
+            .file
+            .map
+            .as_ref()
+            .filter(|m| m.would_release(self.pos as usize))
+        {
             // Nothing before the oldest queued record is needed again.
             let oldest = self
                 .queue
@@ -430,8 +435,12 @@ impl<'f> Records<'f> {
         // keeps arrival order for equal times and merges the runs cheaply.
         self.queue.sort_by_key(|q| q.time);
         let cut = self.queue.partition_point(|q| q.time <= limit);
-        let mut ready: Vec<Queued> = self.queue.drain(..cut).collect();
-        if ready.iter().any(|q| q.compressed) || self.queue.iter().any(|q| q.compressed) {
+        // Delivered by popping: newest first.
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.clear();
+        ready.extend(self.queue.drain(..cut).rev());
+        // Queued records from compressed data have their bytes in qarena.
+        if !self.qarena.is_empty() {
             let mut rarena = std::mem::take(&mut self.rarena);
             rarena.clear();
             for q in ready.iter_mut().filter(|q| q.compressed) {
@@ -448,7 +457,6 @@ impl<'f> Records<'f> {
             self.rarena = rarena;
             self.qarena = qarena;
         }
-        ready.reverse();
         self.ready = ready;
     }
 
