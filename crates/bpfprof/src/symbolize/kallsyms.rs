@@ -159,6 +159,13 @@ impl Kallsyms {
     /// each extends to the next, as perf assumes; a module symbol does not
     /// extend past its module's last symbol into the kernel image.
     pub fn lookup(&self, addr: u64) -> Option<KernelSym<'_>> {
+        self.lookup_range(addr).map(|(k, _)| k)
+    }
+
+    /// [`Kallsyms::lookup`], with the end of the range of addresses that
+    /// find the same symbol: the next symbol's start (kallsyms has no
+    /// sizes), or `u64::MAX` after the last.
+    pub fn lookup_range(&self, addr: u64) -> Option<(KernelSym<'_>, u64)> {
         if self.restricted {
             return None;
         }
@@ -171,11 +178,17 @@ impl Kallsyms {
         let at = self.names + name_off;
         // Checked when the table was decoded.
         let name = std::str::from_utf8(&self.table[at..at + name_len]).unwrap_or_default();
-        Some(KernelSym {
+        let sym = KernelSym {
             name,
             start: self.addr(i),
             module: self.modules.get(module as usize).map(String::as_str),
-        })
+        };
+        let end = if i + 1 < self.n {
+            self.addr(i + 1)
+        } else {
+            u64::MAX
+        };
+        Some((sym, end))
     }
 
     /// The start of the first symbol after `addr` (a symbol's end, since
@@ -297,6 +310,13 @@ mod tests {
         assert!(k.lookup(0x1000).is_none());
         // The [bpf] line is not a symbol: its address falls to do_thing.
         assert_eq!(k.lookup(0xffffffffc0000010).unwrap().name, "do_thing");
+        // A symbol ends where the next starts ([bpf] lines are not symbols);
+        // the last one never ends.
+        assert_eq!(
+            k.lookup_range(0xffffffff81000150).unwrap().1,
+            0xffffffffc0100000
+        );
+        assert_eq!(k.lookup_range(0xffffffffc0100010).unwrap().1, u64::MAX);
     }
 
     #[test]
@@ -319,6 +339,7 @@ mod tests {
             0x10,
         ] {
             assert_eq!(d.lookup(a), k.lookup(a), "{a:#x}");
+            assert_eq!(d.lookup_range(a), k.lookup_range(a), "{a:#x}");
             assert_eq!(d.next_after(a), k.next_after(a), "{a:#x}");
         }
         assert_eq!(d.lookup(0xffffffffc0200001).unwrap().module, Some("xfs"));

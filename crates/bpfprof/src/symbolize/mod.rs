@@ -365,16 +365,7 @@ impl Symbolizer {
                 return f;
             }
         }
-        let f = self.kernel_frame_uncached(addr);
-        if let Some(k) = self.kallsyms.lookup(addr) {
-            let end = self.kallsyms.next_after(addr).unwrap_or(u64::MAX);
-            self.last_kernel = Some((k.start, end, f));
-        }
-        f
-    }
-
-    fn kernel_frame_uncached(&mut self, addr: u64) -> Frame {
-        let Some(k) = self.kallsyms.lookup(addr) else {
+        let Some((k, end)) = self.kallsyms.lookup_range(addr) else {
             return self.unknown_frame(addr);
         };
         let (start, module) = (k.start, k.module.map(str::to_string));
@@ -389,17 +380,18 @@ impl Symbolizer {
             },
             Some(m) => self.dso_id(DsoKind::Module, &format!("[{m}]")),
         };
-        // Most kernel locations fall in functions already seen.
-        if let Some(&sym) = self.sym_index.get(&(dso, start)) {
-            return Frame { dso, sym };
-        }
-        let name = self
-            .kallsyms
-            .lookup(addr)
-            .map(|k| k.name.to_string())
-            .unwrap_or_default();
-        let sym = self.sym_id(dso, &name, true, start, None);
-        Frame { dso, sym }
+        // Most kernel locations fall in functions already seen; the name
+        // is looked up again (and copied) only for a new one.
+        let sym = match self.sym_index.get(&(dso, start)) {
+            Some(&sym) => sym,
+            None => {
+                let name = self.kallsyms.lookup(addr).map(|k| k.name.to_string());
+                self.sym_id(dso, &name.unwrap_or_default(), true, start, None)
+            }
+        };
+        let f = Frame { dso, sym };
+        self.last_kernel = Some((start, end, f));
+        f
     }
 
     fn bpf_frame(&mut self, b: BpfSymId) -> Frame {
