@@ -22,6 +22,8 @@ pub enum Event {
         time: u64,
         /// The leaf node of this sample's stack (0 without call chains),
         /// and how many of [`Batch::nodes`] are seen by the end of it.
+        /// Between [`stream`] and [`intern_stacks`]: where the chain lies
+        /// in [`Batch::chains`], as (start, length).
         stack: (u32, u32),
     },
     Comm(Box<CommEvent>),
