@@ -314,8 +314,9 @@ impl Symbolizer {
         f
     }
 
-    /// The frame of a location, not remembered: for callers that ask once
-    /// per location, in address order (the last function found is).
+    /// The frame of a location, not remembered by location: for callers
+    /// that ask once per location. Only the last function found is kept,
+    /// so asking in address order is cheapest.
     pub fn resolve(&mut self, loc: Loc) -> Frame {
         match loc {
             Loc::Kernel(addr) => self.kernel_frame(addr),
