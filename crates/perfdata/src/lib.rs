@@ -32,6 +32,7 @@ mod error;
 mod features;
 mod header;
 mod mmap;
+mod raw_records;
 mod reader;
 mod record;
 mod records;
@@ -43,6 +44,7 @@ pub use bpf_prog_info::{array, hex, BpfProgInfo, FuncInfo, LineInfo, BPF_PROG_IN
 pub use error::{Error, Result};
 pub use features::{feature, BtfBlob, BuildIdEntry, Compressed, Features, NrCpus};
 pub use header::{FileHeader, Section};
+pub use raw_records::{RawRecord, RawRecords};
 pub use reader::PerfFile;
 pub use record::{
     bpf_event, context, encode_record, ksym, misc, parse_record, record_type, AttrLookup, BpfEvent,

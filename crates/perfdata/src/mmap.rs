@@ -61,4 +61,23 @@ impl Map {
         self.released
             .store(end, std::sync::atomic::Ordering::Relaxed);
     }
+
+    /// Drop the whole pages between `start` and `end` from memory, for a
+    /// reader of one part of the file; returns where the next call should
+    /// start (`end` rounded down to a page).
+    pub fn release_range(&self, start: usize, end: usize) -> usize {
+        let page = 4096;
+        let from = start.div_ceil(page) * page;
+        let to = end.min(self.map.len()) / page * page;
+        if to > from {
+            // SAFETY: as in `release_before`: clean pages of a private,
+            // never-written file mapping, faulted back in unchanged if read
+            // again (by this reader or any other).
+            let _ = unsafe {
+                self.map
+                    .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from)
+            };
+        }
+        to.max(start)
+    }
 }

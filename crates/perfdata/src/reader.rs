@@ -237,7 +237,7 @@ impl PerfFile {
         self.data_range().1 - self.data_range().0
     }
 
-    fn data_range(&self) -> (u64, u64) {
+    pub(crate) fn data_range(&self) -> (u64, u64) {
         let d = self.header.data;
         // A size of 0 means the writer never finished: read to the end.
         let end = if d.size == 0 {
@@ -259,7 +259,7 @@ impl PerfFile {
     }
 
     /// The whole file's bytes: mapped, or held in memory.
-    fn all_bytes(&self) -> &[u8] {
+    pub(crate) fn all_bytes(&self) -> &[u8] {
         match (&self.map, &self.bytes) {
             (Some(m), _) => m.bytes(),
             (None, Some(b)) => b,

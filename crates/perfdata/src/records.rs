@@ -6,7 +6,8 @@
 
 use std::path::PathBuf;
 
-use crate::attr::{sample_type as st, EventAttr};
+use crate::attr::sample_type as st;
+use crate::attrs_index::Attrs;
 use crate::cursor::Cursor;
 use crate::decompress::Inflate;
 use crate::error::{Error, Result};
@@ -15,7 +16,7 @@ use crate::record::{parse_record, record_type as rt, Header, Record, SampleId};
 
 /// When this many records wait for their round to close, the older half is
 /// delivered early, as perf does when its queue hits its memory limit.
-const MAX_QUEUED: usize = 1 << 21;
+pub(crate) const MAX_QUEUED: usize = 1 << 21;
 
 /// One record as delivered by [`Records::next`].
 #[derive(Debug, Clone, Copy)]
@@ -72,7 +73,6 @@ pub struct Records<'f> {
     end: u64,
     unterminated: bool,
     sorted: bool,
-    first: EventAttr,
     inflate: Option<Inflate>,
     queue: Vec<Queued>,
     qarena: Vec<u8>,
@@ -103,7 +103,6 @@ impl<'f> Records<'f> {
             end,
             unterminated,
             sorted,
-            first: file.attrs.entries()[0].attr,
             inflate: None,
             queue: Vec::new(),
             qarena: Vec::new(),
@@ -175,7 +174,7 @@ impl<'f> Records<'f> {
                 }
                 _ => {}
             }
-            let time = self.time_of(raw);
+            let time = record_time(&self.file.attrs, raw);
             self.max_time = self.max_time.max(time);
             let q = match loc {
                 Loc::File { offset, len } => Queued {
@@ -373,42 +372,6 @@ impl<'f> Records<'f> {
         Ok(())
     }
 
-    fn time_of(&self, raw: &[u8]) -> u64 {
-        let rd = |off: usize| {
-            raw.get(off..off + 8)
-                .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
-                .unwrap_or(0)
-        };
-        let ty = u32::from_le_bytes(raw[..4].try_into().unwrap());
-        if ty == rt::SAMPLE {
-            let mut attr = &self.first;
-            if attr.sample_type & st::IDENTIFIER != 0 {
-                if let Some(i) = self.file.attrs.index_of(rd(8)) {
-                    attr = &self.file.attrs.entries()[i].attr;
-                }
-            }
-            let t = attr.sample_type;
-            if t & st::TIME == 0 {
-                return 0;
-            }
-            let off = 8 + 8
-                * ((t & st::IDENTIFIER != 0) as usize
-                    + (t & st::IP != 0) as usize
-                    + (t & st::TID != 0) as usize);
-            return rd(off);
-        }
-        let n = self.first.id_trailer_size();
-        if n == 0 || self.first.sample_type & st::TIME == 0 || raw.len() < 8 + n {
-            return 0;
-        }
-        let tid = if self.first.sample_type & st::TID != 0 {
-            8
-        } else {
-            0
-        };
-        rd(raw.len() - n + tid)
-    }
-
     /// Move every queued record with time <= limit to `ready`, in order.
     fn flush(&mut self, limit: u64) {
         if let Some(map) = self
@@ -468,6 +431,45 @@ impl<'f> Records<'f> {
         ));
         self.flush(mid);
     }
+}
+
+/// A record's time, read in place: from the sample fields of a SAMPLE, else
+/// from the sample_id trailer; 0 when the record carries none.
+pub(crate) fn record_time(attrs: &Attrs, raw: &[u8]) -> u64 {
+    let rd = |off: usize| {
+        raw.get(off..off + 8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+            .unwrap_or(0)
+    };
+    let first = &attrs.entries()[0].attr;
+    let ty = u32::from_le_bytes(raw[..4].try_into().unwrap());
+    if ty == rt::SAMPLE {
+        let mut attr = first;
+        if attr.sample_type & st::IDENTIFIER != 0 {
+            if let Some(i) = attrs.index_of(rd(8)) {
+                attr = &attrs.entries()[i].attr;
+            }
+        }
+        let t = attr.sample_type;
+        if t & st::TIME == 0 {
+            return 0;
+        }
+        let off = 8 + 8
+            * ((t & st::IDENTIFIER != 0) as usize
+                + (t & st::IP != 0) as usize
+                + (t & st::TID != 0) as usize);
+        return rd(off);
+    }
+    let n = first.id_trailer_size();
+    if n == 0 || first.sample_type & st::TIME == 0 || raw.len() < 8 + n {
+        return 0;
+    }
+    let tid = if first.sample_type & st::TID != 0 {
+        8
+    } else {
+        0
+    };
+    rd(raw.len() - n + tid)
 }
 
 /// Attach the file's name, if it has one, to an error.

@@ -1,0 +1,211 @@
+//! The data section's records in file order, framed but not decoded: for
+//! readers that put records in order themselves, or split the section
+//! between threads. [`crate::Records`] is the reader that orders and decodes.
+
+use crate::attr::sample_type as st;
+use crate::error::{Error, Result};
+use crate::reader::PerfFile;
+use crate::record::{parse_record, record_type as rt, Header, Record, SampleId};
+use crate::records::{record_time, MAX_QUEUED};
+
+/// Release pages behind the iterator in steps of this many bytes.
+const RELEASE_STEP: u64 = 16 << 20;
+
+/// A record found by [`RawRecords`].
+#[derive(Debug, Clone, Copy)]
+pub struct RawRecord<'a> {
+    pub header: Header,
+    /// Offset in the file.
+    pub offset: u64,
+    /// Its time: 0 for a record that carries none, and for every record of
+    /// a file whose first event has no time (which [`PerfFile::records`]
+    /// delivers in file order).
+    pub time: u64,
+    /// The record's bytes, header included.
+    pub raw: &'a [u8],
+}
+
+/// Records in file order, not decoded. COMPRESSED records come as they are:
+/// a reader that needs what they hold uses [`PerfFile::records`].
+///
+/// Pages of a mapped file are released behind the iterator as it goes, as
+/// [`PerfFile::records`] does, so that a big file does not stay resident;
+/// bytes handed out stay valid (they are read again from the page cache).
+///
+/// Broken framing (a size that cannot be right) is an error, after which
+/// the iterator ends, also for an unterminated file, which
+/// [`PerfFile::records`] reads up to the damage instead.
+pub struct RawRecords<'f> {
+    file: &'f PerfFile,
+    data: &'f [u8],
+    pos: u64,
+    end: u64,
+    order: OrderCheck,
+    /// Whether the first event has TIME, which decides whether the ordered
+    /// reader sorts.
+    timed: bool,
+    /// Pages of the mapping before this are released.
+    released: u64,
+}
+
+impl<'f> RawRecords<'f> {
+    pub(crate) fn new(file: &'f PerfFile, data: &'f [u8], pos: u64, end: u64) -> Self {
+        RawRecords {
+            file,
+            data,
+            pos,
+            end,
+            order: OrderCheck::default(),
+            timed: file.attrs.entries()[0].attr.sample_type & st::TIME != 0,
+            released: pos,
+        }
+    }
+
+    /// Whether the records read so far, sorted by time with equal times in
+    /// file order, are in the order [`PerfFile::records`] delivers them.
+    /// That is so unless a record came later than perf's FINISHED_ROUND
+    /// rule allows, or a round is too big to be held at once. Records of
+    /// perf's own types (FINISHED_INIT, HEADER_ATTR, ...: type 64 and up)
+    /// are outside the promise: the ordered reader delivers them as it
+    /// meets them. So are COMPRESSED records' contents. (Only meaningful
+    /// for an iterator started at the beginning of the data.)
+    pub fn time_order_holds(&self) -> bool {
+        self.order.holds
+    }
+
+    /// Where the next record starts.
+    pub fn offset(&self) -> u64 {
+        self.pos
+    }
+
+    fn error(&mut self, what: String) -> Error {
+        let e = Error::parse(self.pos, what);
+        self.pos = self.end;
+        match self.file.path() {
+            Some(p) => e.with_path(p),
+            None => e,
+        }
+    }
+}
+
+impl<'f> Iterator for RawRecords<'f> {
+    type Item = Result<RawRecord<'f>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.pos >= self.end {
+            return None;
+        }
+        let off = self.pos;
+        let left = self.end - off;
+        let Some(header) = Header::parse(&self.data[off as usize..self.end as usize]) else {
+            let e = self.error(format!(
+                "{left} bytes at the end of the data section, too few for a record header"
+            ));
+            return Some(Err(e));
+        };
+        let size = u64::from(header.size);
+        if size < 8 || size > left {
+            let e = self.error(format!(
+                "record of type {} claims size {size}, {left} bytes left in the data section",
+                header.type_
+            ));
+            return Some(Err(e));
+        }
+        self.pos += size;
+        if off - self.released >= RELEASE_STEP {
+            if let Some(m) = &self.file.map {
+                self.released = m.release_range(self.released as usize, off as usize) as u64;
+            }
+        }
+        let raw = &self.data[off as usize..(off + size) as usize];
+        let time = match header.type_ {
+            t if t >= rt::USER_START || !self.timed => 0,
+            _ => record_time(&self.file.attrs, raw),
+        };
+        self.order.see(header.type_, time);
+        Some(Ok(RawRecord {
+            header,
+            offset: off,
+            time,
+            raw,
+        }))
+    }
+}
+
+impl PerfFile {
+    /// The data section's records in file order, not decoded.
+    pub fn raw_records(&self) -> RawRecords<'_> {
+        let (start, end) = self.data_range();
+        RawRecords::new(self, self.all_bytes(), start, end)
+    }
+
+    /// The records from `start`, which must be the offset of a record that
+    /// [`PerfFile::raw_records`] found, to `end` (or the data's end). For
+    /// reading parts of the data section on several threads.
+    pub fn raw_records_between(&self, start: u64, end: u64) -> RawRecords<'_> {
+        let (first, last) = self.data_range();
+        let end = end.clamp(first, last);
+        RawRecords::new(self, self.all_bytes(), start.clamp(first, end), end)
+    }
+
+    /// Decode a record that [`RawRecords`] found.
+    pub fn parse<'a>(&self, r: &RawRecord<'a>) -> Result<(Header, Record<'a>, SampleId)> {
+        parse_record(r.raw, &self.attrs, r.offset).map_err(|e| match self.path() {
+            Some(p) => e.with_path(p),
+            None => e,
+        })
+    }
+}
+
+/// Follows [`crate::Records`]' FINISHED_ROUND rule along the file: at a
+/// round's end, what arrived up to the end of the round before is
+/// delivered, so a record older than that is delivered out of time order,
+/// and no more than [`MAX_QUEUED`] records may wait.
+struct OrderCheck {
+    holds: bool,
+    /// Everything up to this time was delivered at the last round's end.
+    delivered: u64,
+    /// Latest time as of the last round's end.
+    next: u64,
+    latest: u64,
+    /// Records since the last round's end, and in the round before.
+    in_round: usize,
+    in_last_round: usize,
+}
+
+impl Default for OrderCheck {
+    fn default() -> Self {
+        OrderCheck {
+            holds: true,
+            delivered: 0,
+            next: 0,
+            latest: 0,
+            in_round: 0,
+            in_last_round: 0,
+        }
+    }
+}
+
+impl OrderCheck {
+    fn see(&mut self, ty: u32, time: u64) {
+        if ty == rt::FINISHED_ROUND {
+            self.delivered = self.next;
+            self.next = self.latest;
+            self.in_last_round = std::mem::take(&mut self.in_round);
+            return;
+        }
+        if ty >= rt::USER_START {
+            return;
+        }
+        // Equal to what was delivered is still in order: it comes after
+        // the records of that time, as it does in the file.
+        if time < self.delivered {
+            self.holds = false;
+        }
+        self.latest = self.latest.max(time);
+        self.in_round += 1;
+        if self.in_round + self.in_last_round >= MAX_QUEUED {
+            self.holds = false;
+        }
+    }
+}
