@@ -27,10 +27,14 @@ impl Progress {
     pub fn update(&mut self, pos: u64) {
         // Reading the clock per record would cost more than the record.
         self.calls = self.calls.wrapping_add(1);
-        if !self.enabled
-            || !self.calls.is_multiple_of(4096)
-            || self.last.elapsed() < Duration::from_millis(200)
-        {
+        if self.calls.is_multiple_of(4096) {
+            self.show(pos);
+        }
+    }
+
+    /// Like [`Progress::update`], for callers that report seldom.
+    pub fn show(&mut self, pos: u64) {
+        if !self.enabled || self.last.elapsed() < Duration::from_millis(200) {
             return;
         }
         self.last = Instant::now();

@@ -140,8 +140,6 @@ pub fn stream(
                 return;
             }
         };
-        let sid = r.sample_id;
-        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         let ev = match r.record {
             Record::Sample(s) => {
                 let mut stack = (0, 0);
@@ -161,62 +159,10 @@ pub fn stream(
                     stack,
                 }
             }
-            Record::Comm(c) => Event::Comm(Box::new(CommEvent {
-                pid: c.pid,
-                tid: c.tid,
-                comm: text(c.comm),
-            })),
-            Record::Fork(f) => Event::Fork {
-                pid: f.pid,
-                ppid: f.ppid,
-                tid: f.tid,
-                ptid: f.ptid,
+            ref other => match side_event(other, &r.sample_id) {
+                Some(ev) => ev,
+                None => continue,
             },
-            Record::Exit(f) => Event::Exit {
-                pid: f.pid,
-                tid: f.tid,
-            },
-            Record::Mmap(m) => Event::Mmap(Box::new(MmapEvent {
-                pid: m.pid,
-                addr: m.addr,
-                len: m.len,
-                pgoff: m.pgoff,
-                name: text(m.filename),
-                build_id: None,
-            })),
-            Record::Mmap2(m) => Event::Mmap(Box::new(MmapEvent {
-                pid: m.pid,
-                addr: m.addr,
-                len: m.len,
-                pgoff: m.pgoff,
-                name: text(m.filename),
-                build_id: match m.file_id {
-                    perfdata::FileId::BuildId(b) => Some(b.to_vec()),
-                    _ => None,
-                },
-            })),
-            Record::Ksymbol(k)
-                if k.ksym_type == ksym::TYPE_BPF || k.ksym_type == ksym::TYPE_OOL =>
-            {
-                Event::Ksymbol(Box::new(KsymbolEvent {
-                    addr: k.addr,
-                    len: k.len,
-                    unregister: k.is_unregister(),
-                    name: text(k.name),
-                    time: sid.time,
-                }))
-            }
-            Record::BpfEvent(b) => Event::BpfProg {
-                load: b.type_ == perfdata::bpf_event::PROG_LOAD,
-                id: b.id,
-                tag: b.tag,
-                time: sid.time,
-                pid: sid.pid,
-                tid: sid.tid,
-            },
-            Record::Lost(l) => Event::Lost(l.lost),
-            Record::LostSamples(n) => Event::LostSamples(n),
-            _ => continue,
         };
         batch.events.push(ev);
         if batch.events.len() >= BATCH {
@@ -228,6 +174,68 @@ pub fn stream(
     }
     batch.warnings = std::mem::take(&mut records.warnings);
     let _ = tx.send(Ok(batch));
+}
+
+/// The event of a record other than a sample; `None` for what no report
+/// uses.
+pub fn side_event(record: &Record<'_>, sid: &perfdata::SampleId) -> Option<Event> {
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    Some(match *record {
+        Record::Comm(c) => Event::Comm(Box::new(CommEvent {
+            pid: c.pid,
+            tid: c.tid,
+            comm: text(c.comm),
+        })),
+        Record::Fork(f) => Event::Fork {
+            pid: f.pid,
+            ppid: f.ppid,
+            tid: f.tid,
+            ptid: f.ptid,
+        },
+        Record::Exit(f) => Event::Exit {
+            pid: f.pid,
+            tid: f.tid,
+        },
+        Record::Mmap(m) => Event::Mmap(Box::new(MmapEvent {
+            pid: m.pid,
+            addr: m.addr,
+            len: m.len,
+            pgoff: m.pgoff,
+            name: text(m.filename),
+            build_id: None,
+        })),
+        Record::Mmap2(m) => Event::Mmap(Box::new(MmapEvent {
+            pid: m.pid,
+            addr: m.addr,
+            len: m.len,
+            pgoff: m.pgoff,
+            name: text(m.filename),
+            build_id: match m.file_id {
+                perfdata::FileId::BuildId(b) => Some(b.to_vec()),
+                _ => None,
+            },
+        })),
+        Record::Ksymbol(k) if k.ksym_type == ksym::TYPE_BPF || k.ksym_type == ksym::TYPE_OOL => {
+            Event::Ksymbol(Box::new(KsymbolEvent {
+                addr: k.addr,
+                len: k.len,
+                unregister: k.is_unregister(),
+                name: text(k.name),
+                time: sid.time,
+            }))
+        }
+        Record::BpfEvent(b) => Event::BpfProg {
+            load: b.type_ == perfdata::bpf_event::PROG_LOAD,
+            id: b.id,
+            tag: b.tag,
+            time: sid.time,
+            pid: sid.pid,
+            tid: sid.tid,
+        },
+        Record::Lost(l) => Event::Lost(l.lost),
+        Record::LostSamples(n) => Event::LostSamples(n),
+        _ => return None,
+    })
 }
 
 /// Intern the stacks of the batches [`stream`] made with call chains, in
@@ -282,14 +290,31 @@ pub fn intern_stacks(
     }
 }
 
+/// What an event changes for the samples after it.
+#[derive(Clone, Copy)]
+pub enum Change {
+    /// The maps or commands of a process.
+    Process(u32),
+    /// The BPF symbols.
+    Kernel,
+}
+
+pub fn change_of(ev: &Event) -> Option<Change> {
+    match ev {
+        Event::Comm(c) => Some(Change::Process(c.pid)),
+        Event::Fork { pid, .. } => Some(Change::Process(*pid)),
+        Event::Mmap(m) => Some(Change::Process(m.pid)),
+        Event::Ksymbol(_) | Event::BpfProg { .. } => Some(Change::Kernel),
+        Event::Sample { .. } | Event::Exit { .. } | Event::Lost(_) | Event::LostSamples(_) => None,
+    }
+}
+
 /// Record in `ch` what an event changes for the samples after it.
 pub fn note(ch: &mut Changes, ev: &Event) {
-    match ev {
-        Event::Comm(c) => ch.process(c.pid),
-        Event::Fork { pid, .. } => ch.process(*pid),
-        Event::Mmap(m) => ch.process(m.pid),
-        Event::Ksymbol(_) | Event::BpfProg { .. } => ch.kernel(),
-        Event::Sample { .. } | Event::Exit { .. } | Event::Lost(_) | Event::LostSamples(_) => {}
+    match change_of(ev) {
+        Some(Change::Process(pid)) => ch.process(pid),
+        Some(Change::Kernel) => ch.kernel(),
+        None => {}
     }
 }
 

@@ -127,17 +127,11 @@ impl RowCache {
         Some(s.row)
     }
 
-    /// Remember `row` for samples like `k`, counting this one; returns the
-    /// counts the slot held for the row it forgets.
-    pub fn put(
-        &mut self,
-        ch: &Changes,
-        k: SampleKey,
-        row: u32,
-        period: u64,
-    ) -> Option<(u32, Counts)> {
-        let mut counts = Counts::default();
-        counts.add(period);
+    /// Remember `row` for samples like `k` (the caller counted this one
+    /// on the row); returns the counts the slot held for the row it
+    /// forgets.
+    pub fn put(&mut self, ch: &Changes, k: SampleKey, row: u32) -> Option<(u32, Counts)> {
+        let counts = Counts::default();
         let old = std::mem::replace(
             &mut self.slots[Self::index(&k)],
             Slot {
@@ -369,7 +363,7 @@ mod tests {
             ip: 0x1000,
             kernel: false,
         };
-        assert_eq!(rc.put(&ch, k, 5, 10), None);
+        assert_eq!(rc.put(&ch, k, 5), None);
         assert_eq!(rc.count(&ch, k, 10), Some(5));
         assert_eq!(rc.count(&ch, SampleKey { kernel: true, ..k }, 1), None);
         let reused = SampleKey { pid: 8, ..k };
@@ -387,14 +381,15 @@ mod tests {
         ch.process(7);
         assert_eq!(rc.count(&ch, k, 1), None);
         // Refilling the slot hands back what it counted for the old row.
-        let held = rc.put(&ch, k, 6, 1);
+        let held = rc.put(&ch, k, 6);
+        assert_eq!(rc.count(&ch, k, 1), Some(6));
         assert_eq!(
             held,
             Some((
                 5,
                 Counts {
-                    samples: 3,
-                    period: 30
+                    samples: 2,
+                    period: 20
                 }
             ))
         );

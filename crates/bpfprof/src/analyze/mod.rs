@@ -7,6 +7,7 @@ pub mod bpf_view;
 pub mod callgraph;
 mod early_frames;
 mod events;
+mod flat_pass;
 mod memo;
 pub mod profile;
 mod raw_stacks;

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use perfdata::{BpfProgInfo, PerfFile};
 
 use super::early_frames::{EarlyFrames, LocKey};
-use super::events::{is_kernel_mode, note, Event};
+use super::events::{is_kernel_mode, note, Event, MmapEvent};
 use super::memo::{Changes, RowCache, SampleKey};
 use super::raw_stacks::NodeKind;
 use rustc_hash::FxHashMap;
@@ -71,6 +71,24 @@ impl Stacks {
     }
 }
 
+/// Location rows: counts by (command, pid, tid, location), each key once.
+#[derive(Default)]
+pub(super) struct LocRows {
+    pub index: FxHashMap<LocKey, u32>,
+    pub rows: Vec<(LocKey, Counts)>,
+}
+
+/// What a pass over the records leaves for resolving.
+#[derive(Default)]
+pub(super) struct Pass {
+    pub rows: LocRows,
+    /// Location stacks: (parent, location), root first.
+    pub loc_nodes: Vec<(u32, Loc)>,
+    /// (row, stack leaf node) → counts.
+    pub loc_chains: FxHashMap<(u32, u32), Counts>,
+    pub early: EarlyFrames,
+}
+
 /// A BPF program as the recording knows it.
 #[derive(Debug, Clone, Default)]
 pub struct ProgRecord {
@@ -94,6 +112,9 @@ pub struct ProfileOptions {
     /// per location instead of per (thread, location): fewer than half as
     /// many on a busy system, and every later step is per row.
     pub merge_threads: bool,
+    /// Replay every sample in time order even for a flat profile, which
+    /// does not need it (for tests that hold the two passes equal).
+    pub ordered: bool,
 }
 
 pub struct Profile {
@@ -126,6 +147,10 @@ pub struct Profile {
     /// Samples per BPF registration (the BPF view's unit).
     pub bpf_samples: FxHashMap<crate::symbolize::BpfSymId, Counts>,
     pub warnings: Vec<String>,
+    /// Whether every record was replayed in time order, rather than only
+    /// the side band (see `flat_pass`): with call chains, when asked for,
+    /// and for files the flat pass cannot take.
+    pub ordered_pass: bool,
 }
 
 impl Profile {
@@ -211,13 +236,41 @@ impl Profile {
             bpf_hits: FxHashMap::default(),
             bpf_samples: FxHashMap::default(),
             warnings,
+            ordered_pass: false,
         };
         let mut progress = crate::progress::Progress::new(opts.progress, file.data_size());
+        let flat = match opts.callchains || opts.ordered {
+            true => None,
+            false => super::flat_pass::run(file, &mut p, opts, sampling, &mut progress),
+        };
+        let pass = match flat {
+            Some(pass) => pass,
+            None => {
+                p.ordered_pass = true;
+                p.replay_in_order(file, opts, sampling, &mut progress, &path)?
+            }
+        };
+        progress.finish();
+        p.finish(pass, opts, &kallsyms_path);
+        Ok(p)
+    }
+
+    /// The pass that replays every record in time order: the one for call
+    /// chains, and for files the flat pass cannot take.
+    fn replay_in_order(
+        &mut self,
+        file: &PerfFile,
+        opts: &ProfileOptions,
+        sampling: usize,
+        progress: &mut crate::progress::Progress,
+        path: &str,
+    ) -> Result<Pass> {
+        let p = self;
+        let attrs = file.attrs();
         // The pass settles each address to a location; symbols are looked
         // up once per distinct location, while the replay waits for
         // records if its symbols are loaded by then, else after the pass.
-        let mut row_index: FxHashMap<LocKey, u32> = FxHashMap::default();
-        let mut loc_rows: Vec<(LocKey, Counts)> = Vec::new();
+        let mut rows = LocRows::default();
         // Location stacks mirror the reader's address stacks: raw node id →
         // location node id (a process root maps to the root).
         let mut loc_nodes: Vec<(u32, Loc)> = vec![(0, Loc::Unknown(0))];
@@ -242,7 +295,7 @@ impl Profile {
                     Ok(b) => b,
                     Err(TryRecvError::Disconnected) => break,
                     Err(TryRecvError::Empty) => {
-                        if early.step(&mut p.sym, &loc_nodes, &loc_rows, opts.callchains) {
+                        if early.step(&mut p.sym, &loc_nodes, &rows.rows, opts.callchains) {
                             continue;
                         }
                         match rx.recv() {
@@ -307,28 +360,15 @@ impl Profile {
                             let row = match row_cache.count(&changes, key, period) {
                                 Some(row) => row,
                                 None => {
-                                    let loc = p.sym.locate(pid, ip, kernel);
-                                    let lkey = match opts.merge_threads {
-                                        true => (0, 0, 0, loc),
-                                        false => (p.sym.threads.comm_of(tid), pid, tid, loc),
-                                    };
-                                    let row = *row_index.entry(lkey).or_insert_with(|| {
-                                        loc_rows.push((lkey, Counts::default()));
-                                        loc_rows.len() as u32 - 1
-                                    });
-                                    if let Loc::Bpf(b) = loc {
-                                        // Not cached: each BPF sample is
-                                        // also counted per registration.
-                                        loc_rows[row as usize].1.add(period);
-                                        p.bpf_samples.entry(b).or_default().add(period);
-                                        if opts.ip_hits {
-                                            let off = (ip - p.sym.bpf.syms[b as usize].addr) as u32;
-                                            p.bpf_hits.entry((b, off)).or_default().add(period);
+                                    let one = Counts { samples: 1, period };
+                                    let (row, loc) =
+                                        p.settle(&mut rows, opts, (pid, tid, ip, kernel), one);
+                                    // BPF samples are not cached: each is
+                                    // also counted per registration.
+                                    if !matches!(loc, Loc::Bpf(_)) {
+                                        if let Some((r, c)) = row_cache.put(&changes, key, row) {
+                                            rows.rows[r as usize].1.merge(c);
                                         }
-                                    } else if let Some((r, c)) =
-                                        row_cache.put(&changes, key, row, period)
-                                    {
-                                        loc_rows[r as usize].1.merge(c);
                                     }
                                     row
                                 }
@@ -340,50 +380,106 @@ impl Profile {
                                 loc_chains.entry((row, node)).or_default().add(period);
                             }
                         }
-                        Event::Comm(ref c) => p.sym.threads.set_comm(c.tid, &c.comm),
-                        Event::Fork {
-                            pid,
-                            ppid,
-                            tid,
-                            ptid,
-                        } => p.sym.threads.fork(pid, ppid, tid, ptid),
-                        Event::Exit { pid, tid } => p.sym.threads.exit(pid, tid),
-                        Event::Mmap(ref m) => {
-                            p.map(m.pid, m.addr, m.len, m.pgoff, &m.name, m.build_id.clone())
-                        }
-                        Event::Ksymbol(ref k) => {
-                            if k.unregister {
-                                p.sym.bpf.unregister(k.addr, &k.name, k.time);
-                            } else if k.len > 0 {
-                                p.sym.bpf.register(k.addr, k.len, &k.name, k.time);
-                            }
-                        }
-                        Event::BpfProg {
-                            load,
-                            id,
-                            tag,
-                            time,
-                            pid,
-                            tid,
-                        } => {
-                            p.sym.bpf.bpf_event(load, id, tag, time, pid, tid);
-                            if load && time != 0 {
-                                // Keep the loader's name while it is known.
-                                p.sym.threads.comm_of(tid);
-                            }
-                        }
-                        Event::Lost(n) => p.lost += n,
-                        Event::LostSamples(n) => p.lost_samples += n,
+                        ref side => p.apply(side),
                     }
                 }
                 let _ = give_back.send(batch);
             }
             Ok(())
         })?;
-        progress.finish();
         for (r, c) in row_cache.drain() {
-            loc_rows[r as usize].1.merge(c);
+            rows.rows[r as usize].1.merge(c);
         }
+        Ok(Pass {
+            rows,
+            loc_nodes,
+            loc_chains,
+            early,
+        })
+    }
+
+    /// Replay a record other than a sample.
+    pub(super) fn apply(&mut self, ev: &Event) {
+        match *ev {
+            Event::Comm(ref c) => self.sym.threads.set_comm(c.tid, &c.comm),
+            Event::Fork {
+                pid,
+                ppid,
+                tid,
+                ptid,
+            } => self.sym.threads.fork(pid, ppid, tid, ptid),
+            Event::Exit { pid, tid } => self.sym.threads.exit(pid, tid),
+            Event::Mmap(ref m) => self.map(m),
+            Event::Ksymbol(ref k) => {
+                if k.unregister {
+                    self.sym.bpf.unregister(k.addr, &k.name, k.time);
+                } else if k.len > 0 {
+                    self.sym.bpf.register(k.addr, k.len, &k.name, k.time);
+                }
+            }
+            Event::BpfProg {
+                load,
+                id,
+                tag,
+                time,
+                pid,
+                tid,
+            } => {
+                self.sym.bpf.bpf_event(load, id, tag, time, pid, tid);
+                if load && time != 0 {
+                    // Keep the loader's name while it is known.
+                    self.sym.threads.comm_of(tid);
+                }
+            }
+            Event::Lost(n) => self.lost += n,
+            Event::LostSamples(n) => self.lost_samples += n,
+            Event::Sample { .. } => {}
+        }
+    }
+
+    /// Settle where a sample (or a count of like samples) went, as of now
+    /// in the replay, and count it on its location row.
+    pub(super) fn settle(
+        &mut self,
+        rows: &mut LocRows,
+        opts: &ProfileOptions,
+        (pid, tid, ip, kernel): (u32, u32, u64, bool),
+        c: Counts,
+    ) -> (u32, Loc) {
+        let loc = self.sym.locate(pid, ip, kernel);
+        let lkey = match opts.merge_threads {
+            true => (0, 0, 0, loc),
+            false => (self.sym.threads.comm_of(tid), pid, tid, loc),
+        };
+        let row = *rows.index.entry(lkey).or_insert_with(|| {
+            rows.rows.push((lkey, Counts::default()));
+            rows.rows.len() as u32 - 1
+        });
+        rows.rows[row as usize].1.merge(c);
+        if let Loc::Bpf(b) = loc {
+            self.bpf_samples.entry(b).or_default().merge(c);
+            if opts.ip_hits {
+                let off = (ip - self.sym.bpf.syms[b as usize].addr) as u32;
+                self.bpf_hits.entry((b, off)).or_default().merge(c);
+            }
+        }
+        (row, loc)
+    }
+
+    /// Resolve the rows and stacks a pass left, once every symbol source
+    /// is loaded.
+    fn finish(&mut self, pass: Pass, opts: &ProfileOptions, kallsyms_path: &std::path::Path) {
+        let p = self;
+        let Pass {
+            rows:
+                LocRows {
+                    index: row_index,
+                    rows: loc_rows,
+                },
+            loc_nodes,
+            loc_chains,
+            early,
+        } = pass;
         p.sym.finish_loading();
         if p.sym.kallsyms.restricted {
             p.warnings.push(format!(
@@ -459,40 +555,41 @@ impl Profile {
         if p.first_time == u64::MAX {
             p.first_time = 0;
         }
-        Ok(p)
     }
 
-    fn map(
-        &mut self,
-        pid: u32,
-        addr: u64,
-        len: u64,
-        pgoff: u64,
-        name: &str,
-        build_id: Option<Vec<u8>>,
-    ) {
-        // Kernel and module maps: kallsyms answers for those addresses.
-        if pid == u32::MAX || addr >= crate::symbolize::KERNEL_START {
-            return;
+    /// The shared object of a user map, registered (with its build id)
+    /// on first sight; `None` for kernel and module maps, for which
+    /// kallsyms answers.
+    pub(super) fn map_dso(&mut self, m: &MmapEvent) -> Option<crate::symbolize::DsoId> {
+        if m.pid == u32::MAX || m.addr >= crate::symbolize::KERNEL_START {
+            return None;
         }
-        let kind = match name {
+        let kind = match m.name.as_str() {
             "[vdso]" => DsoKind::Vdso,
             n if n.starts_with('/') => DsoKind::User,
             _ => DsoKind::Unknown,
         };
-        let dso = self.sym.dso_id(kind, name);
-        if let Some(b) = build_id {
-            self.sym.dsos[dso as usize].build_id.get_or_insert(b);
+        let dso = self.sym.dso_id(kind, &m.name);
+        if let Some(b) = &m.build_id {
+            self.sym.dsos[dso as usize]
+                .build_id
+                .get_or_insert_with(|| b.clone());
         }
-        self.sym.threads.mmap(
-            pid,
-            Map {
-                start: addr,
-                end: addr.saturating_add(len),
-                pgoff,
-                dso,
-            },
-        );
+        Some(dso)
+    }
+
+    fn map(&mut self, m: &MmapEvent) {
+        if let Some(dso) = self.map_dso(m) {
+            self.sym.threads.mmap(
+                m.pid,
+                Map {
+                    start: m.addr,
+                    end: m.addr.saturating_add(m.len),
+                    pgoff: m.pgoff,
+                    dso,
+                },
+            );
+        }
     }
 
     /// Share of all samples' period, in percent.

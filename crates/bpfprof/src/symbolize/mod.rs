@@ -241,7 +241,7 @@ impl Symbolizer {
     }
 
     /// Have the loader read a DSO's symbols before they are needed.
-    fn prefetch(&mut self, dso: DsoId) {
+    pub fn prefetch(&mut self, dso: DsoId) {
         let i = dso as usize;
         if self.requested.len() <= i {
             self.requested.resize(i + 1, false);

@@ -1,0 +1,481 @@
+//! The pass for flat profiles: samples counted without being put in time
+//! order.
+//!
+//! Without call chains a sample needs only its thread, address and mode,
+//! and the state its process (maps, command) or the BPF symbols were in at
+//! its time. That state changes only at side-band records, some thousands
+//! in a recording of a million samples. So the side band is found and
+//! ordered first; then each core decodes half of the samples, in file
+//! order, and counts them by (thread, address, mode, last change before
+//! the sample); then the side band is replayed alone, and each count is
+//! settled as soon as the replay has applied the change it saw. The rows
+//! are those of the ordered pass (a test holds the two equal), without the
+//! cost of ordering every record, which was most of the reading.
+
+use std::collections::hash_map::Entry;
+use std::sync::mpsc::{channel, Sender};
+
+use perfdata::{record_type as rt, PerfFile, RawRecord, Record};
+use rustc_hash::FxHashMap;
+
+use super::events::{change_of, is_kernel_mode, side_event, Change, Event};
+use super::profile::{Counts, LocRows, Pass, Profile, ProfileOptions};
+use crate::progress::Progress;
+use crate::symbolize::{DsoId, Loc};
+
+/// A record's place in time order: time, then file offset (how the time
+/// ordering reader breaks ties, which [`perfdata::RawRecords`] checks).
+type At = (u64, u64);
+
+/// Samples per worker between progress messages, in bytes read.
+const PROGRESS_STEP: u64 = 1 << 20;
+
+/// Run the pass; `None` when the file needs the ordered pass: compressed,
+/// damaged (the ordered pass reports how), or in an order perf's rounds
+/// would rearrange.
+pub(super) fn run(
+    file: &PerfFile,
+    p: &mut Profile,
+    opts: &ProfileOptions,
+    sampling: usize,
+    progress: &mut Progress,
+) -> Option<Pass> {
+    let scan = scan(file)?;
+    let history = History::of(&scan.events);
+    let guess = Guess::of(p, &scan.events);
+    let (tx, rx) = channel();
+    let worker = |(from, to): (u64, u64), tx: Sender<Msg>| {
+        let w = Worker {
+            file,
+            sampling,
+            merge: opts.merge_threads,
+            history: &history,
+            guess: &guess,
+            tx,
+        };
+        w.count(from, to)
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let halves = [(scan.start, scan.split), (scan.split, scan.end)];
+        let first = s.spawn({
+            let tx = tx.clone();
+            move || worker(halves[0], tx)
+        });
+        let second = s.spawn(move || worker(halves[1], tx));
+        // Symbols load while the workers count.
+        let mut read = 0;
+        for msg in rx {
+            match msg {
+                Msg::Dso(d) => p.sym.prefetch(d),
+                Msg::Read(n) => {
+                    read += n;
+                    progress.show(read);
+                }
+            }
+        }
+        let join = |h: std::thread::ScopedJoinHandle<'_, Option<Tally>>| {
+            h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
+        };
+        (join(first), join(second))
+    });
+    let mut tally = a?;
+    tally.merge(b?);
+    Some(replay(p, opts, file, scan.events, tally))
+}
+
+/// What the scan found: the side band in time order, and where to split
+/// the data between the workers.
+struct Scan {
+    events: Vec<(At, Event)>,
+    start: u64,
+    split: u64,
+    end: u64,
+}
+
+fn scan(file: &PerfFile) -> Option<Scan> {
+    let mut raws = file.raw_records();
+    let start = raws.offset();
+    let middle = start + file.data_size() / 2;
+    let mut split = None;
+    let mut side: Vec<RawRecord> = Vec::new();
+    for r in raws.by_ref() {
+        let r = r.ok()?;
+        if split.is_none() && r.offset >= middle {
+            split = Some(r.offset);
+        }
+        match r.header.type_ {
+            rt::SAMPLE => {}
+            rt::COMPRESSED | COMPRESSED2 => return None,
+            t if t >= rt::USER_START => {}
+            _ => side.push(r),
+        }
+    }
+    if !raws.time_order_holds() {
+        return None;
+    }
+    let end = raws.offset();
+    // Stable: equal times stay in file order.
+    side.sort_by_key(|r| r.time);
+    let mut events = Vec::with_capacity(side.len());
+    for r in &side {
+        let (_, record, sid) = file.parse(r).ok()?;
+        if let Some(ev) = side_event(&record, &sid) {
+            events.push(((r.time, r.offset), ev));
+        }
+    }
+    Some(Scan {
+        events,
+        start,
+        split: split.unwrap_or(end),
+        end,
+    })
+}
+
+/// PERF_RECORD_COMPRESSED2 (perf >= 6.16).
+const COMPRESSED2: u32 = 83;
+
+/// When each process, and the BPF symbols, changed, numbered as
+/// [`super::memo::Changes`] numbers the changes in the ordered replay.
+#[derive(Default)]
+struct History {
+    processes: FxHashMap<u32, Vec<(At, u32)>>,
+    kernel: Vec<(At, u32)>,
+}
+
+impl History {
+    fn of(events: &[(At, Event)]) -> History {
+        let mut h = History::default();
+        let mut seq = 0;
+        for (at, ev) in events {
+            let list = match change_of(ev) {
+                Some(Change::Process(pid)) => h.processes.entry(pid).or_default(),
+                Some(Change::Kernel) => &mut h.kernel,
+                None => continue,
+            };
+            seq += 1;
+            list.push((*at, seq));
+        }
+        h
+    }
+
+    /// The last change before `at` that a sample of `pid` depends on, as
+    /// [`super::memo::Changes::last`] answers in the ordered replay, and
+    /// the times between which that answer holds.
+    fn last(&self, pid: u32, kernel: bool, at: At) -> Seen {
+        let around = |list: &[(At, u32)]| {
+            let i = list.partition_point(|&(a, _)| a < at);
+            let (from, seq) = match i {
+                0 => ((0, 0), 0),
+                i => list[i - 1],
+            };
+            let until = list.get(i).map_or((u64::MAX, u64::MAX), |x| x.0);
+            Seen { seq, from, until }
+        };
+        let p = match self.processes.get(&pid) {
+            Some(list) => around(list),
+            None => Seen::ALWAYS,
+        };
+        match kernel {
+            true => {
+                let k = around(&self.kernel);
+                Seen {
+                    seq: p.seq.max(k.seq),
+                    from: p.from.max(k.from),
+                    until: p.until.min(k.until),
+                }
+            }
+            false => p,
+        }
+    }
+}
+
+/// The last change a sample saw, and the times after and before which
+/// another sample sees the same.
+#[derive(Clone, Copy)]
+struct Seen {
+    seq: u32,
+    from: At,
+    until: At,
+}
+
+impl Seen {
+    const ALWAYS: Seen = Seen {
+        seq: 0,
+        from: (0, 0),
+        until: (u64::MAX, u64::MAX),
+    };
+
+    fn holds_at(&self, at: At) -> bool {
+        self.from < at && at < self.until
+    }
+}
+
+/// Every user map each process had at some time in the recording: where a
+/// sample's binary probably is, so its symbols can load while the workers
+/// count. Only a guess (which map held an address when is known only in
+/// the replay); a wrong one costs a load, a missing one a later load.
+#[derive(Default)]
+struct Guess {
+    maps: FxHashMap<u32, Vec<(u64, u64, DsoId)>>,
+}
+
+impl Guess {
+    /// Registers each user map's shared object in time order, as the
+    /// replay would, so that ids and build ids are the same.
+    fn of(p: &mut Profile, events: &[(At, Event)]) -> Guess {
+        let mut g = Guess::default();
+        for (_, ev) in events {
+            if let Event::Mmap(m) = ev {
+                if let Some(dso) = p.map_dso(m) {
+                    let end = m.addr.saturating_add(m.len);
+                    g.maps.entry(m.pid).or_default().push((m.addr, end, dso));
+                }
+            }
+        }
+        for maps in g.maps.values_mut() {
+            maps.sort_unstable();
+        }
+        g
+    }
+
+    fn dso(&self, pid: u32, addr: u64) -> Option<DsoId> {
+        let maps = self.maps.get(&pid)?;
+        let i = maps.partition_point(|m| m.0 <= addr).checked_sub(1)?;
+        let (_, end, dso) = maps[i];
+        (addr < end).then_some(dso)
+    }
+}
+
+enum Msg {
+    /// A shared object that samples probably hit.
+    Dso(DsoId),
+    /// Bytes read since the last message.
+    Read(u64),
+}
+
+/// Samples counted alike: same thread (or process, or none, when threads
+/// are merged), address, mode, and last change seen.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Key {
+    seq: u32,
+    kernel: bool,
+    pid: u32,
+    tid: u32,
+    ip: u64,
+}
+
+struct Tally {
+    counts: FxHashMap<Key, Counts>,
+    /// Samples of events other than the sampling one, by attr index.
+    other: Vec<u64>,
+    total: Counts,
+    first_time: u64,
+    last_time: u64,
+}
+
+impl Tally {
+    fn merge(&mut self, o: Tally) {
+        for (k, c) in o.counts {
+            self.counts.entry(k).or_default().merge(c);
+        }
+        for (a, n) in self.other.iter_mut().zip(o.other) {
+            *a += n;
+        }
+        self.total.merge(o.total);
+        self.first_time = self.first_time.min(o.first_time);
+        self.last_time = self.last_time.max(o.last_time);
+    }
+}
+
+struct Worker<'a> {
+    file: &'a PerfFile,
+    sampling: usize,
+    merge: bool,
+    history: &'a History,
+    guess: &'a Guess,
+    tx: Sender<Msg>,
+}
+
+impl Worker<'_> {
+    /// Count the samples of the records from `from` to `to`; `None` if
+    /// one does not decode.
+    fn count(&self, from: u64, to: u64) -> Option<Tally> {
+        let mut t = Tally {
+            counts: FxHashMap::default(),
+            other: vec![0; self.file.attrs().len()],
+            total: Counts::default(),
+            first_time: u64::MAX,
+            last_time: 0,
+        };
+        let mut sent: Vec<bool> = Vec::new();
+        let mut cache = vec![EMPTY; SLOTS];
+        let mut reported = from;
+        for r in self.file.raw_records_between(from, to) {
+            let r = r.ok()?;
+            if r.header.type_ != rt::SAMPLE {
+                continue;
+            }
+            let Ok((_, Record::Sample(s), _)) = self.file.parse(&r) else {
+                return None;
+            };
+            if r.offset - reported >= PROGRESS_STEP {
+                let _ = self.tx.send(Msg::Read(r.offset - reported));
+                reported = r.offset;
+            }
+            let attr = self.file.attr_index(s.id).unwrap_or(0);
+            if attr != self.sampling {
+                t.other[attr] += 1;
+                continue;
+            }
+            let kernel = is_kernel_mode(r.header.misc, s.ip);
+            // As in the ordered pass: merging threads, a user location
+            // depends on the process, a kernel one on neither.
+            let (tid, pid) = match (self.merge, kernel) {
+                (false, _) => (s.tid, s.pid),
+                (true, false) => (s.pid, s.pid),
+                (true, true) => (u32::MAX, u32::MAX),
+            };
+            let period = s.period.max(1);
+            t.total.add(period);
+            t.first_time = t.first_time.min(s.time);
+            t.last_time = t.last_time.max(s.time);
+            let at = (r.time, r.offset);
+            let slot = &mut cache[slot_of(pid, tid, s.ip)];
+            if slot.counts.samples > 0
+                && slot.ip == s.ip
+                && slot.pid == pid
+                && slot.tid == tid
+                && slot.kernel == kernel
+                && slot.seen.holds_at(at)
+            {
+                slot.counts.add(period);
+                continue;
+            }
+            let new = Slot {
+                ip: s.ip,
+                pid,
+                tid,
+                kernel,
+                seen: self.history.last(pid, kernel, at),
+                counts: Counts { samples: 1, period },
+            };
+            let old = std::mem::replace(slot, new);
+            self.store(&mut t, &mut sent, old);
+        }
+        for slot in cache {
+            self.store(&mut t, &mut sent, slot);
+        }
+        Some(t)
+    }
+
+    /// Add what a cache slot counted to the tally; the first count of a
+    /// user address has its binary's symbols loaded.
+    fn store(&self, t: &mut Tally, sent: &mut Vec<bool>, slot: Slot) {
+        if slot.counts.samples == 0 {
+            return;
+        }
+        let key = Key {
+            seq: slot.seen.seq,
+            kernel: slot.kernel,
+            pid: slot.pid,
+            tid: slot.tid,
+            ip: slot.ip,
+        };
+        match t.counts.entry(key) {
+            Entry::Occupied(e) => e.into_mut().merge(slot.counts),
+            Entry::Vacant(e) => {
+                e.insert(slot.counts);
+                if slot.kernel {
+                    return;
+                }
+                if let Some(dso) = self.guess.dso(slot.pid, slot.ip) {
+                    let i = dso as usize;
+                    if sent.len() <= i {
+                        sent.resize(i + 1, false);
+                    }
+                    if !std::mem::replace(&mut sent[i], true) {
+                        let _ = self.tx.send(Msg::Dso(dso));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Slots of a worker's cache of recent counts: most samples repeat an
+/// address hit a moment ago, and a small table in front of the big one
+/// keeps them in the CPU cache.
+const SLOTS: usize = 1 << 12;
+
+/// Counts of samples like the last one that fell in this slot, not yet in
+/// the tally.
+#[derive(Clone, Copy)]
+struct Slot {
+    ip: u64,
+    pid: u32,
+    tid: u32,
+    kernel: bool,
+    seen: Seen,
+    /// Empty while 0 samples.
+    counts: Counts,
+}
+
+const EMPTY: Slot = Slot {
+    ip: 0,
+    pid: 0,
+    tid: 0,
+    kernel: false,
+    seen: Seen::ALWAYS,
+    counts: Counts {
+        samples: 0,
+        period: 0,
+    },
+};
+
+fn slot_of(pid: u32, tid: u32, ip: u64) -> usize {
+    let h = (ip ^ (u64::from(tid) << 40) ^ u64::from(pid)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> (64 - SLOTS.trailing_zeros())) as usize
+}
+
+/// Replay the side band, settling each count once the replay has applied
+/// the last change it saw.
+fn replay(
+    p: &mut Profile,
+    opts: &ProfileOptions,
+    file: &PerfFile,
+    events: Vec<(At, Event)>,
+    tally: Tally,
+) -> Pass {
+    p.total.merge(tally.total);
+    p.first_time = p.first_time.min(tally.first_time);
+    p.last_time = p.last_time.max(tally.last_time);
+    for (attr, &n) in tally.other.iter().enumerate().filter(|(_, &n)| n > 0) {
+        *p.other_events
+            .entry(file.attrs()[attr].name.clone())
+            .or_default() += n;
+    }
+    let mut counts: Vec<(Key, Counts)> = tally.counts.into_iter().collect();
+    counts.sort_unstable_by_key(|&(k, _)| k);
+    let mut rows = LocRows::default();
+    let mut next = counts.iter().peekable();
+    let mut settle = |p: &mut Profile, seq: u32| {
+        while let Some((k, c)) = next.next_if(|(k, _)| k.seq <= seq) {
+            p.settle(&mut rows, opts, (k.pid, k.tid, k.ip, k.kernel), *c);
+        }
+    };
+    settle(p, 0);
+    let mut seq = 0;
+    for (_, ev) in &events {
+        p.apply(ev);
+        if change_of(ev).is_some() {
+            seq += 1;
+            settle(p, seq);
+        }
+    }
+    settle(p, u32::MAX);
+    Pass {
+        rows,
+        loc_nodes: vec![(0, Loc::Unknown(0))],
+        ..Pass::default()
+    }
+}

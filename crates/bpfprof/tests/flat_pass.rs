@@ -1,0 +1,201 @@
+//! The flat pass (samples counted in file order, only the side band
+//! replayed in time order) against the pass that replays every record in
+//! time order, on a recording made to be hard for it: processes that exec
+//! and exit all the time (their maps change under their samples), BPF
+//! programs loaded and unloaded one after another at addresses the kernel
+//! reuses, and a second event. Every figure of the two profiles must be
+//! the same. The ordered pass itself is held against `perf report` in
+//! report_vs_perf.rs and report_live.rs.
+
+mod record_util;
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use bpfinfo::testprog::TestProg;
+use bpfprof::analyze::profile::Counts;
+use bpfprof::analyze::{Profile, ProfileOptions};
+use record_util::*;
+
+/// Programs loaded, run and unloaded while recording.
+const PROGRAMS: u32 = 30;
+
+/// `perf record -a` with a second event, over BPF and exec churn.
+fn record_churn(out: &Path) {
+    let mut perf = Command::new("perf")
+        .args(["record", "-a", "-F", "4999", "-e", "cpu-clock", "-e"])
+        .arg("task-clock")
+        .arg("-o")
+        .arg(out)
+        .args(["--", "sleep", "6"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start perf record");
+    std::thread::sleep(Duration::from_millis(1000));
+    // Short processes, each a fresh exec with its own maps, busy enough to
+    // be sampled in user and kernel mode.
+    let mut shells = Command::new("sh")
+        .arg("-c")
+        .arg(
+            "for i in $(seq 60); do \
+               sh -c 'i=0; while [ $i -lt 4000 ]; do i=$((i+1)); done; ls /proc >/dev/null'; \
+             done",
+        )
+        .spawn()
+        .expect("start the shell loop");
+    for i in 0..PROGRAMS {
+        let p = TestProg::builder()
+            .name(&format!("flat_{i}"))
+            .seed(500 + i)
+            .loop_iters(2000)
+            .build()
+            .unwrap()
+            .load()
+            .unwrap();
+        let att = p.attach_tracepoint("syscalls", "sys_enter_getpid").unwrap();
+        std::thread::spawn(|| getpid_for(Duration::from_millis(40)))
+            .join()
+            .unwrap();
+        drop(att);
+        drop(p);
+    }
+    shells.wait().expect("the shell loop");
+    assert!(perf.wait().expect("perf record").success());
+}
+
+/// A row's key by name: command, pid, tid, shared object, symbol.
+type RowName = (String, u32, u32, String, String);
+
+/// A profile's figures with every id replaced by what it names.
+#[derive(Debug, PartialEq)]
+struct Figures {
+    rows: BTreeMap<RowName, (u64, u64)>,
+    total: Counts,
+    other: BTreeMap<String, u64>,
+    lost: (u64, u64),
+    times: (u64, u64),
+    bpf: BTreeMap<(String, u64), (u64, u64)>,
+    bpf_hits: BTreeMap<(String, u64, u32), (u64, u64)>,
+    ip_hits: BTreeMap<(String, String, u64), (u64, u64)>,
+}
+
+fn add(to: &mut (u64, u64), c: &Counts) {
+    to.0 += c.samples;
+    to.1 += c.period;
+}
+
+fn figures(p: &Profile) -> Figures {
+    let sym = |s: u32| &p.sym.syms[s as usize];
+    let dso = |d: u32| p.sym.dsos[d as usize].name.clone();
+    let mut f = Figures {
+        rows: BTreeMap::new(),
+        total: p.total,
+        other: p.other_events.clone(),
+        lost: (p.lost, p.lost_samples),
+        times: (p.first_time, p.last_time),
+        bpf: BTreeMap::new(),
+        bpf_hits: BTreeMap::new(),
+        ip_hits: BTreeMap::new(),
+    };
+    for (k, c) in &p.rows {
+        let comm = p.sym.threads.comms[k.comm as usize].clone();
+        let s = sym(k.frame.sym);
+        let key = (comm, k.pid, k.tid, dso(k.frame.dso), s.name.clone());
+        add(f.rows.entry(key).or_default(), c);
+    }
+    let bpf = |b: u32| {
+        let s = &p.sym.bpf.syms[b as usize];
+        (s.name.clone(), s.addr)
+    };
+    for (&b, c) in &p.bpf_samples {
+        add(f.bpf.entry(bpf(b)).or_default(), c);
+    }
+    for (&(b, off), c) in &p.bpf_hits {
+        let (name, addr) = bpf(b);
+        add(f.bpf_hits.entry((name, addr, off)).or_default(), c);
+    }
+    for (&(s, addr), c) in &p.ip_hits {
+        let key = (dso(sym(s).dso), sym(s).name.clone(), addr);
+        add(f.ip_hits.entry(key).or_default(), c);
+    }
+    f
+}
+
+fn build(file: &Path, ordered: bool, merge_threads: bool, ip_hits: bool) -> (Profile, Figures) {
+    let f = perfdata::PerfFile::open(file).unwrap();
+    let p = Profile::build(
+        &f,
+        &ProfileOptions {
+            ordered,
+            merge_threads,
+            ip_hits,
+            ..ProfileOptions::default()
+        },
+    )
+    .unwrap();
+    let figs = figures(&p);
+    (p, figs)
+}
+
+#[test]
+fn the_flat_pass_counts_what_the_ordered_pass_counts() {
+    if !can_record_bpf() {
+        return;
+    }
+    let dir = tmpdir("flat-pass");
+    let data = dir.join("perf.data");
+    record_churn(&data);
+
+    for (merge, hits) in [(false, false), (true, false), (false, true), (true, true)] {
+        let (flat, figs) = build(&data, false, merge, hits);
+        let (ordered, want) = build(&data, true, merge, hits);
+        assert!(!flat.ordered_pass, "the flat pass did not take the file");
+        assert!(ordered.ordered_pass);
+        let what = format!("merge_threads {merge}, ip_hits {hits}");
+        // The recording is what it was made to be.
+        let pids: std::collections::BTreeSet<u32> = want.rows.keys().map(|k| k.1).collect();
+        if !merge {
+            assert!(pids.len() > 30, "{what}: only {} processes", pids.len());
+        }
+        assert!(
+            want.bpf.len() >= PROGRAMS as usize / 2,
+            "{what}: samples in {} programs of {PROGRAMS}",
+            want.bpf.len()
+        );
+        assert!(!want.other.is_empty(), "{what}: no second event");
+        assert_eq!(figs.total, want.total, "{what}");
+        assert_eq!(figs.rows, want.rows, "{what}");
+        assert_eq!(figs, want, "{what}");
+        if hits {
+            assert!(!want.ip_hits.is_empty() && !want.bpf_hits.is_empty());
+        }
+    }
+}
+
+/// Files the flat pass must leave to the ordered one: compressed data,
+/// whose records it cannot see without decompressing them in order.
+#[test]
+fn compressed_files_take_the_ordered_pass() {
+    if !can_record() {
+        return;
+    }
+    let dir = tmpdir("flat-pass-z");
+    let data = dir.join("perf.data");
+    let ok = Command::new("perf")
+        .args(["record", "-a", "-z", "-F", "999", "-o"])
+        .arg(&data)
+        .args(["--", "sleep", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "perf record -z");
+    let (p, figs) = build(&data, false, true, false);
+    assert!(p.ordered_pass);
+    assert!(figs.total.samples > 0);
+}
