@@ -28,8 +28,9 @@ pub struct RawRecord<'a> {
 /// Records in file order, not decoded. COMPRESSED records come as they are:
 /// a reader that needs what they hold uses [`PerfFile::records`].
 ///
-/// Pages of a mapped file are released behind the iterator as it goes, as
-/// [`PerfFile::records`] does, so that a big file does not stay resident;
+/// Pages of a mapped file are released behind the iterator as it goes, and
+/// the rest of its range at its end, as [`PerfFile::records`] does, so that
+/// a big file does not stay resident;
 /// bytes handed out stay valid (they are read again from the page cache).
 ///
 /// Broken framing (a size that cannot be right) is an error, after which
@@ -93,6 +94,12 @@ impl<'f> Iterator for RawRecords<'f> {
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.pos >= self.end {
+            if self.released < self.end {
+                if let Some(m) = &self.file.map {
+                    m.release_range(self.released as usize, self.end as usize);
+                }
+                self.released = self.end;
+            }
             return None;
         }
         let off = self.pos;

@@ -13,6 +13,7 @@
 //! cost of ordering every record, which was most of the reading.
 
 use std::collections::hash_map::Entry;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
 
 use perfdata::{record_type as rt, PerfFile, RawRecord, Record};
@@ -44,7 +45,7 @@ pub(super) fn run(
     let history = History::of(&scan.events);
     let guess = Guess::of(p, &scan.events);
     let (tx, rx) = channel();
-    let worker = |(from, to): (u64, u64), tx: Sender<Msg>| {
+    let worker = |pieces: Pieces<'_>, tx: Sender<Msg>| {
         let w = Worker {
             file,
             sampling,
@@ -53,15 +54,19 @@ pub(super) fn run(
             guess: &guess,
             tx,
         };
-        w.count(from, to)
+        w.count(pieces)
+    };
+    let next = AtomicUsize::new(0);
+    let pieces = Pieces {
+        bounds: &scan.bounds,
+        next: &next,
     };
     let (a, b) = std::thread::scope(|s| {
-        let halves = [(scan.start, scan.split), (scan.split, scan.end)];
         let first = s.spawn({
             let tx = tx.clone();
-            move || worker(halves[0], tx)
+            move || worker(pieces, tx)
         });
-        let second = s.spawn(move || worker(halves[1], tx));
+        let second = s.spawn(move || worker(pieces, tx));
         // Symbols load while the workers count.
         let mut read = 0;
         for msg in rx {
@@ -83,25 +88,42 @@ pub(super) fn run(
     Some(replay(p, opts, file, scan.events, tally))
 }
 
-/// What the scan found: the side band in time order, and where to split
-/// the data between the workers.
+/// What the scan found: the side band in time order, and where to cut the
+/// data into pieces for the workers (record offsets, first and end
+/// included).
 struct Scan {
     events: Vec<(At, Event)>,
-    start: u64,
-    split: u64,
-    end: u64,
+    bounds: Vec<u64>,
+}
+
+/// Pieces of about equal size, more than workers: one worker's half may
+/// hold more samples, and it may share its core with the symbol loader.
+const PIECES: u64 = 16;
+
+/// The pieces of the data, handed out to whichever worker asks next.
+#[derive(Clone, Copy)]
+struct Pieces<'a> {
+    bounds: &'a [u64],
+    next: &'a AtomicUsize,
+}
+
+impl Pieces<'_> {
+    fn take(&self) -> Option<(u64, u64)> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        Some((*self.bounds.get(i)?, *self.bounds.get(i + 1)?))
+    }
 }
 
 fn scan(file: &PerfFile) -> Option<Scan> {
     let mut raws = file.raw_records();
     let start = raws.offset();
-    let middle = start + file.data_size() / 2;
-    let mut split = None;
+    let piece = (file.data_size() / PIECES).max(1);
+    let mut bounds = vec![start];
     let mut side: Vec<RawRecord> = Vec::new();
     for r in raws.by_ref() {
         let r = r.ok()?;
-        if split.is_none() && r.offset >= middle {
-            split = Some(r.offset);
+        if r.offset >= bounds[bounds.len() - 1] + piece {
+            bounds.push(r.offset);
         }
         match r.header.type_ {
             rt::SAMPLE => {}
@@ -123,12 +145,8 @@ fn scan(file: &PerfFile) -> Option<Scan> {
             events.push(((r.time, r.offset), ev));
         }
     }
-    Some(Scan {
-        events,
-        start,
-        split: split.unwrap_or(end),
-        end,
-    })
+    bounds.push(end);
+    Some(Scan { events, bounds })
 }
 
 /// PERF_RECORD_COMPRESSED2 (perf >= 6.16).
@@ -140,6 +158,9 @@ const COMPRESSED2: u32 = 83;
 struct History {
     processes: FxHashMap<u32, Vec<(At, u32)>>,
     kernel: Vec<(At, u32)>,
+    /// Every address range a BPF symbol held at some time, merged: a
+    /// kernel address outside them is the same location all along.
+    bpf: Vec<(u64, u64)>,
 }
 
 impl History {
@@ -155,7 +176,29 @@ impl History {
             seq += 1;
             list.push((*at, seq));
         }
+        let mut bpf: Vec<(u64, u64)> = events
+            .iter()
+            .filter_map(|(_, ev)| match ev {
+                Event::Ksymbol(k) if !k.unregister && k.len > 0 => {
+                    Some((k.addr, k.addr.saturating_add(u64::from(k.len))))
+                }
+                _ => None,
+            })
+            .collect();
+        bpf.sort_unstable();
+        for (start, end) in bpf {
+            match h.bpf.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => h.bpf.push((start, end)),
+            }
+        }
         h
+    }
+
+    /// Whether a BPF symbol ever held `addr`.
+    fn may_be_bpf(&self, addr: u64) -> bool {
+        let i = self.bpf.partition_point(|r| r.0 <= addr);
+        i > 0 && addr < self.bpf[i - 1].1
     }
 
     /// The last change before `at` that a sample of `pid` depends on, as
@@ -265,7 +308,8 @@ struct Key {
 }
 
 struct Tally {
-    counts: FxHashMap<Key, Counts>,
+    /// Sorted by key, each key once.
+    counts: Vec<(Key, Counts)>,
     /// Samples of events other than the sampling one, by attr index.
     other: Vec<u64>,
     total: Counts,
@@ -275,9 +319,26 @@ struct Tally {
 
 impl Tally {
     fn merge(&mut self, o: Tally) {
-        for (k, c) in o.counts {
-            self.counts.entry(k).or_default().merge(c);
+        let mut merged = Vec::with_capacity(self.counts.len() + o.counts.len());
+        let (mut a, mut b) = (
+            std::mem::take(&mut self.counts).into_iter().peekable(),
+            o.counts.into_iter().peekable(),
+        );
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x.0 == y.0 => {
+                    let (k, mut c) = a.next().expect("peeked");
+                    c.merge(b.next().expect("peeked").1);
+                    (k, c)
+                }
+                (Some(x), Some(y)) if x.0 < y.0 => a.next().expect("peeked"),
+                (Some(_), Some(_)) | (None, Some(_)) => b.next().expect("peeked"),
+                (Some(_), None) => a.next().expect("peeked"),
+                (None, None) => break,
+            };
+            merged.push(next);
         }
+        self.counts = merged;
         for (a, n) in self.other.iter_mut().zip(o.other) {
             *a += n;
         }
@@ -297,11 +358,12 @@ struct Worker<'a> {
 }
 
 impl Worker<'_> {
-    /// Count the samples of the records from `from` to `to`; `None` if
-    /// one does not decode.
-    fn count(&self, from: u64, to: u64) -> Option<Tally> {
+    /// Count the samples of the pieces it takes; `None` if one does not
+    /// decode.
+    fn count(&self, pieces: Pieces<'_>) -> Option<Tally> {
+        let mut counts: FxHashMap<Key, Counts> = FxHashMap::default();
         let mut t = Tally {
-            counts: FxHashMap::default(),
+            counts: Vec::new(),
             other: vec![0; self.file.attrs().len()],
             total: Counts::default(),
             first_time: u64::MAX,
@@ -309,6 +371,27 @@ impl Worker<'_> {
         };
         let mut sent: Vec<bool> = Vec::new();
         let mut cache = vec![EMPTY; SLOTS];
+        while let Some((from, to)) = pieces.take() {
+            self.count_piece(from, to, &mut t, &mut cache, &mut counts, &mut sent)?;
+        }
+        for slot in cache {
+            self.store(&mut counts, &mut sent, slot);
+        }
+        // Sorted here, on this core, for the replay.
+        t.counts = counts.into_iter().collect();
+        t.counts.sort_unstable_by_key(|&(k, _)| k);
+        Some(t)
+    }
+
+    fn count_piece(
+        &self,
+        from: u64,
+        to: u64,
+        t: &mut Tally,
+        cache: &mut [Slot],
+        counts: &mut FxHashMap<Key, Counts>,
+        sent: &mut Vec<bool>,
+    ) -> Option<()> {
         let mut reported = from;
         for r in self.file.raw_records_between(from, to) {
             let r = r.ok()?;
@@ -351,26 +434,31 @@ impl Worker<'_> {
                 slot.counts.add(period);
                 continue;
             }
+            // Only BPF code makes a kernel location depend on the time;
+            // the command still depends on the process.
+            let bpf = kernel && self.history.may_be_bpf(s.ip);
+            let seen = match self.merge && kernel && !bpf {
+                true => Seen::ALWAYS,
+                false => self.history.last(pid, bpf, at),
+            };
             let new = Slot {
                 ip: s.ip,
                 pid,
                 tid,
                 kernel,
-                seen: self.history.last(pid, kernel, at),
+                seen,
                 counts: Counts { samples: 1, period },
             };
             let old = std::mem::replace(slot, new);
-            self.store(&mut t, &mut sent, old);
+            self.store(counts, sent, old);
         }
-        for slot in cache {
-            self.store(&mut t, &mut sent, slot);
-        }
-        Some(t)
+        let _ = self.tx.send(Msg::Read(to - reported));
+        Some(())
     }
 
-    /// Add what a cache slot counted to the tally; the first count of a
+    /// Add what a cache slot counted to the counts; the first count of a
     /// user address has its binary's symbols loaded.
-    fn store(&self, t: &mut Tally, sent: &mut Vec<bool>, slot: Slot) {
+    fn store(&self, counts: &mut FxHashMap<Key, Counts>, sent: &mut Vec<bool>, slot: Slot) {
         if slot.counts.samples == 0 {
             return;
         }
@@ -381,7 +469,7 @@ impl Worker<'_> {
             tid: slot.tid,
             ip: slot.ip,
         };
-        match t.counts.entry(key) {
+        match counts.entry(key) {
             Entry::Occupied(e) => e.into_mut().merge(slot.counts),
             Entry::Vacant(e) => {
                 e.insert(slot.counts);
@@ -454,8 +542,7 @@ fn replay(
             .entry(file.attrs()[attr].name.clone())
             .or_default() += n;
     }
-    let mut counts: Vec<(Key, Counts)> = tally.counts.into_iter().collect();
-    counts.sort_unstable_by_key(|&(k, _)| k);
+    let counts = tally.counts;
     let mut rows = LocRows::default();
     let mut next = counts.iter().peekable();
     let mut settle = |p: &mut Profile, seq: u32| {
