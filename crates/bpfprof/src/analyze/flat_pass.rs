@@ -298,7 +298,7 @@ enum Msg {
 
 /// Samples counted alike: same thread (or process, or none, when threads
 /// are merged), address, mode, and last change seen.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 struct Key {
     seq: u32,
     kernel: bool,
@@ -564,5 +564,134 @@ fn replay(
         rows,
         loc_nodes: vec![(0, Loc::Unknown(0))],
         ..Pass::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::events::{KsymbolEvent, MmapEvent};
+
+    fn mmap(pid: u32) -> Event {
+        Event::Mmap(Box::new(MmapEvent {
+            pid,
+            addr: 0x1000,
+            len: 0x1000,
+            pgoff: 0,
+            name: "/bin/x".into(),
+            build_id: None,
+        }))
+    }
+
+    fn ksym(addr: u64, len: u32, unregister: bool) -> Event {
+        Event::Ksymbol(Box::new(KsymbolEvent {
+            addr,
+            len,
+            unregister,
+            name: "bpf_prog_x".into(),
+            time: 0,
+        }))
+    }
+
+    /// The side band of the tests below, numbered as `Changes` numbers it
+    /// in the ordered replay: 1 = process 7, 2 = BPF, 3 = process 7
+    /// (an EXIT is no change), 4 = process 8, 5 and 6 = BPF.
+    fn history() -> History {
+        History::of(&[
+            ((10, 100), mmap(7)),
+            ((20, 200), ksym(0x5000, 0x100, false)),
+            ((20, 300), Event::Exit { pid: 9, tid: 9 }),
+            ((30, 400), mmap(7)),
+            ((40, 500), mmap(8)),
+            ((50, 600), ksym(0x5000, 0x100, true)),
+            ((60, 700), ksym(0x5080, 0x100, false)),
+        ])
+    }
+
+    #[test]
+    fn a_sample_sees_the_last_change_of_its_process_before_it() {
+        let h = history();
+        let at = |t, o| h.last(7, false, (t, o));
+        assert_eq!(at(5, 0).seq, 0);
+        assert_eq!(at(10, 99).seq, 0, "same time, earlier in the file");
+        assert_eq!(at(10, 101).seq, 1, "same time, later in the file");
+        assert_eq!(at(25, 0).seq, 1, "BPF events do not concern user code");
+        assert_eq!(at(35, 0).seq, 3);
+        assert_eq!(h.last(8, false, (35, 0)).seq, 0);
+        assert_eq!(h.last(8, false, (45, 0)).seq, 4);
+        assert_eq!(h.last(9, false, (99, 0)).seq, 0, "EXIT changes nothing");
+        // Kernel code sees the later of its process's and the BPF changes.
+        assert_eq!(h.last(7, true, (25, 0)).seq, 2);
+        assert_eq!(h.last(7, true, (35, 0)).seq, 3);
+        assert_eq!(h.last(7, true, (65, 0)).seq, 6);
+    }
+
+    #[test]
+    fn the_answer_holds_until_the_next_change_that_matters() {
+        let h = history();
+        let s = h.last(7, false, (15, 0));
+        assert!(s.holds_at((29, 0)) && !s.holds_at((45, 0)));
+        assert!(!s.holds_at((10, 100)) && s.holds_at((10, 101)));
+        let k = h.last(7, true, (15, 0));
+        assert!(k.holds_at((19, 0)) && !k.holds_at((25, 0)));
+        let never = h.last(99, false, (1, 0));
+        assert!(never.holds_at((u64::MAX - 1, 0)));
+    }
+
+    #[test]
+    fn bpf_ranges_cover_every_range_a_symbol_held() {
+        let h = history();
+        assert_eq!(h.bpf, vec![(0x5000, 0x5180)], "overlapping ranges merge");
+        assert!(h.may_be_bpf(0x5000) && h.may_be_bpf(0x517f));
+        assert!(!h.may_be_bpf(0x4fff) && !h.may_be_bpf(0x5180));
+    }
+
+    #[test]
+    fn tallies_merge_sorted_and_add_equal_keys() {
+        let key = |seq, ip| Key {
+            seq,
+            kernel: false,
+            pid: 1,
+            tid: 1,
+            ip,
+        };
+        let c = |n| Counts {
+            samples: n,
+            period: 10 * n,
+        };
+        let tally = |counts| Tally {
+            counts,
+            other: vec![1, 2],
+            total: c(1),
+            first_time: 5,
+            last_time: 6,
+        };
+        let mut a = tally(vec![
+            (key(0, 1), c(1)),
+            (key(0, 3), c(2)),
+            (key(2, 1), c(3)),
+        ]);
+        let b = Tally {
+            first_time: 2,
+            last_time: 9,
+            ..tally(vec![
+                (key(0, 2), c(4)),
+                (key(0, 3), c(5)),
+                (key(3, 0), c(6)),
+            ])
+        };
+        a.merge(b);
+        let want = vec![
+            (key(0, 1), c(1)),
+            (key(0, 2), c(4)),
+            (key(0, 3), c(7)),
+            (key(2, 1), c(3)),
+            (key(3, 0), c(6)),
+        ];
+        assert_eq!(a.counts, want);
+        assert_eq!(
+            (a.other, a.total, a.first_time, a.last_time),
+            (vec![2, 4], c(2), 2, 9)
+        );
     }
 }
