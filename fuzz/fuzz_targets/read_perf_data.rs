@@ -1,5 +1,5 @@
 //! Open arbitrary bytes as perf.data, touch every feature, and iterate all
-//! records in both orders. Beyond "no panic", it checks that the iterator
+//! records in both orders and raw, in file order. Beyond "no panic", it checks that the iterator
 //! ends: an error must not repeat forever at the same place.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
@@ -61,6 +61,31 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         acc ^= it.warnings.len() as u64;
+    }
+    // The raw walk ends too (one error at most), halves read alone give
+    // the same records, and what frames also decodes or errs cleanly.
+    let mut offsets = Vec::new();
+    let mut errors = 0;
+    for r in file.raw_records() {
+        match r {
+            Ok(r) => {
+                assert_eq!(r.raw.len(), r.header.size as usize);
+                offsets.push(r.offset);
+                if let Ok((_, rec, _)) = file.parse(&r) {
+                    acc ^= touch(&rec);
+                }
+            }
+            Err(_) => errors += 1,
+        }
+    }
+    assert!(errors <= 1, "the raw walk went on after an error");
+    if let Some(&mid) = offsets.get(offsets.len() / 2) {
+        let tail: Vec<u64> = file
+            .raw_records_between(mid, u64::MAX)
+            .filter_map(Result::ok)
+            .map(|r| r.offset)
+            .collect();
+        assert_eq!(tail, offsets[offsets.len() / 2..]);
     }
     std::hint::black_box(acc);
 });
