@@ -36,6 +36,7 @@ mod raw_records;
 mod reader;
 mod record;
 mod records;
+mod round_order;
 mod writer;
 
 pub use attr::{event_type, flags, read_format, sample_type, sw, AttrEntry, EventAttr, ATTR_SIZE};
@@ -51,4 +52,5 @@ pub use record::{
     Comm, FileId, ForkExit, Header, Ksymbol, Lost, Mmap, Mmap2, Record, Sample, SampleId,
 };
 pub use records::{RecordRef, Records};
+pub use round_order::RoundOrder;
 pub use writer::PerfFileWriter;

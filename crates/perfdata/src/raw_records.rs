@@ -6,7 +6,13 @@ use crate::attr::sample_type as st;
 use crate::error::{Error, Result};
 use crate::reader::PerfFile;
 use crate::record::{parse_record, record_type as rt, Header, Record, SampleId};
-use crate::records::{record_time, MAX_QUEUED};
+use crate::records::record_time;
+use crate::round_order::RoundOrder;
+
+/// How many plausible record headers in a row [`PerfFile::record_start_near`]
+/// takes for a record boundary, and how far it looks.
+const RESYNC_RUN: usize = 64;
+const RESYNC_WINDOW: u64 = 1 << 20;
 
 /// Release pages behind the iterator in steps of this many bytes.
 const RELEASE_STEP: u64 = 16 << 20;
@@ -41,7 +47,7 @@ pub struct RawRecords<'f> {
     data: &'f [u8],
     pos: u64,
     end: u64,
-    order: OrderCheck,
+    order: RoundOrder,
     /// Whether the first event has TIME, which decides whether the ordered
     /// reader sorts.
     timed: bool,
@@ -56,7 +62,7 @@ impl<'f> RawRecords<'f> {
             data,
             pos,
             end,
-            order: OrderCheck::default(),
+            order: RoundOrder::default(),
             timed: file.attrs.entries()[0].attr.sample_type & st::TIME != 0,
             released: pos,
         }
@@ -71,7 +77,14 @@ impl<'f> RawRecords<'f> {
     /// meets them. So are COMPRESSED records' contents. (Only meaningful
     /// for an iterator started at the beginning of the data.)
     pub fn time_order_holds(&self) -> bool {
-        self.order.holds
+        self.order.holds()
+    }
+
+    /// The round-order check of the records read so far, to join with
+    /// those of the parts before and after when the data is read in parts
+    /// ([`RoundOrder::then`]).
+    pub fn round_order(&self) -> &RoundOrder {
+        &self.order
     }
 
     /// Where the next record starts.
@@ -155,64 +168,49 @@ impl PerfFile {
         RawRecords::new(self, self.all_bytes(), start.clamp(first, end), end)
     }
 
+    /// Where a record probably starts, at or after `offset`: the first
+    /// place, aligned as perf aligns records (8 bytes from the data's
+    /// start), from which 64 headers in a row look like record headers, or
+    /// fewer that end exactly at the data's end. A guess, for threads that
+    /// read parts of the data: confirm it by reading up to it from a known
+    /// record. `None` if no place within 1 MB qualifies.
+    pub fn record_start_near(&self, offset: u64) -> Option<u64> {
+        let (first, end) = self.data_range();
+        let data = self.all_bytes();
+        let header_at = |at: u64| -> Option<Header> {
+            let h = Header::parse(data.get(at as usize..end as usize)?)?;
+            let plausible = h.size >= 8
+                && h.size % 8 == 0
+                && at + u64::from(h.size) <= end
+                && (matches!(h.type_, 1..=31) || matches!(h.type_, 64..=95));
+            plausible.then_some(h)
+        };
+        let mut at = offset.max(first);
+        at = at.checked_add((8 - (at - first) % 8) % 8)?;
+        let stop = end.min(at.saturating_add(RESYNC_WINDOW));
+        while at < stop {
+            let mut next = at;
+            let mut run = 0;
+            while run < RESYNC_RUN && next < end {
+                match header_at(next) {
+                    Some(h) => next += u64::from(h.size),
+                    None => break,
+                }
+                run += 1;
+            }
+            if run == RESYNC_RUN || next == end {
+                return Some(at);
+            }
+            at += 8;
+        }
+        None
+    }
+
     /// Decode a record that [`RawRecords`] found.
     pub fn parse<'a>(&self, r: &RawRecord<'a>) -> Result<(Header, Record<'a>, SampleId)> {
         parse_record(r.raw, &self.attrs, r.offset).map_err(|e| match self.path() {
             Some(p) => e.with_path(p),
             None => e,
         })
-    }
-}
-
-/// Follows [`crate::Records`]' FINISHED_ROUND rule along the file: at a
-/// round's end, what arrived up to the end of the round before is
-/// delivered, so a record older than that is delivered out of time order,
-/// and no more than [`MAX_QUEUED`] records may wait.
-struct OrderCheck {
-    holds: bool,
-    /// Everything up to this time was delivered at the last round's end.
-    delivered: u64,
-    /// Latest time as of the last round's end.
-    next: u64,
-    latest: u64,
-    /// Records since the last round's end, and in the round before.
-    in_round: usize,
-    in_last_round: usize,
-}
-
-impl Default for OrderCheck {
-    fn default() -> Self {
-        OrderCheck {
-            holds: true,
-            delivered: 0,
-            next: 0,
-            latest: 0,
-            in_round: 0,
-            in_last_round: 0,
-        }
-    }
-}
-
-impl OrderCheck {
-    fn see(&mut self, ty: u32, time: u64) {
-        if ty == rt::FINISHED_ROUND {
-            self.delivered = self.next;
-            self.next = self.latest;
-            self.in_last_round = std::mem::take(&mut self.in_round);
-            return;
-        }
-        if ty >= rt::USER_START {
-            return;
-        }
-        // Equal to what was delivered is still in order: it comes after
-        // the records of that time, as it does in the file.
-        if time < self.delivered {
-            self.holds = false;
-        }
-        self.latest = self.latest.max(time);
-        self.in_round += 1;
-        if self.in_round + self.in_last_round >= MAX_QUEUED {
-            self.holds = false;
-        }
     }
 }
