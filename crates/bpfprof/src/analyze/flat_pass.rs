@@ -4,19 +4,20 @@
 //! Without call chains a sample needs only its thread, address and mode,
 //! and the state its process (maps, command) or the BPF symbols were in at
 //! its time. That state changes only at side-band records, some thousands
-//! in a recording of a million samples. So the side band is found and
-//! ordered first; then each core decodes half of the samples, in file
-//! order, and counts them by (thread, address, mode, last change before
-//! the sample); then the side band is replayed alone, and each count is
-//! settled as soon as the replay has applied the change it saw. The rows
-//! are those of the ordered pass (a test holds the two equal), without the
-//! cost of ordering every record, which was most of the reading.
+//! in a recording of a million samples. So both cores read the file once,
+//! in pieces, keeping the side band and a compact copy of each sample;
+//! then the side band is put in time order, and both cores count the
+//! samples by (thread, address, mode, last change before the sample);
+//! last, the side band is replayed alone, and each count is settled as
+//! soon as the replay has applied the change it saw. The rows are those of
+//! the ordered pass (a test holds the two equal), without the cost of
+//! ordering every record, which was most of the reading.
 
 use std::collections::hash_map::Entry;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
 
-use perfdata::{record_type as rt, PerfFile, RawRecord, Record};
+use perfdata::{record_type as rt, PerfFile, RawRecord, Record, RoundOrder};
 use rustc_hash::FxHashMap;
 
 use super::events::{change_of, is_kernel_mode, side_event, Change, Event};
@@ -25,11 +26,25 @@ use crate::progress::Progress;
 use crate::symbolize::{DsoId, Loc};
 
 /// A record's place in time order: time, then file offset (how the time
-/// ordering reader breaks ties, which [`perfdata::RawRecords`] checks).
+/// ordering reader breaks ties, which [`perfdata::RoundOrder`] checks).
 type At = (u64, u64);
 
-/// Samples per worker between progress messages, in bytes read.
-const PROGRESS_STEP: u64 = 1 << 20;
+/// Pieces per worker, of about equal size: more than one, as a piece may
+/// hold more samples than another, and a worker may share its core with
+/// the symbol loader.
+const PIECES_PER_WORKER: usize = 8;
+
+/// At most this many workers: past it, merging their counts costs more
+/// than they save.
+const MAX_WORKERS: usize = 8;
+
+/// One worker per core, from two (one core still reads and counts while
+/// the other loads symbols) to [`MAX_WORKERS`].
+fn workers() -> usize {
+    std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(2, MAX_WORKERS)
+}
 
 /// Run the pass; `None` when the file needs the ordered pass: compressed,
 /// damaged (the ordered pass reports how), or in an order perf's rounds
@@ -41,101 +56,54 @@ pub(super) fn run(
     sampling: usize,
     progress: &mut Progress,
 ) -> Option<Pass> {
-    let scan = scan(file)?;
-    let history = History::of(&scan.events);
-    let guess = Guess::of(p, &scan.events);
-    let (tx, rx) = channel();
-    let worker = |pieces: Pieces<'_>, tx: Sender<Msg>| {
-        let w = Worker {
-            file,
-            sampling,
-            merge: opts.merge_threads,
-            history: &history,
-            guess: &guess,
-            tx,
-        };
-        w.count(pieces)
-    };
+    let workers = workers();
+    let bounds = cut(file, workers);
+    let n = bounds.len() - 1;
+    let merge = opts.merge_threads;
     let next = AtomicUsize::new(0);
-    let pieces = Pieces {
-        bounds: &scan.bounds,
-        next: &next,
+    let (tx, rx) = channel();
+    let read = |tx: Sender<Msg>| {
+        let mut out = Vec::new();
+        while let Some(i) = take(&next, n) {
+            out.push((
+                i,
+                read_piece(file, bounds[i], bounds[i + 1], sampling, merge),
+            ));
+            let _ = tx.send(Msg::Read(bounds[i + 1] - bounds[i]));
+        }
+        out
     };
-    let (a, b) = std::thread::scope(|s| {
-        let first = s.spawn({
-            let tx = tx.clone();
-            move || worker(pieces, tx)
-        });
-        let second = s.spawn(move || worker(pieces, tx));
-        // Symbols load while the workers count.
-        let mut read = 0;
+    let mut pieces: Vec<Option<Piece>> = (0..n).map(|_| None).collect();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                let tx = tx.clone();
+                s.spawn(move || read(tx))
+            })
+            .collect();
+        drop(tx);
+        let mut done = 0;
         for msg in rx {
-            match msg {
-                Msg::Dso(d) => p.sym.prefetch(d),
-                Msg::Read(n) => {
-                    read += n;
-                    progress.show(read);
-                }
+            if let Msg::Read(bytes) = msg {
+                done += bytes;
+                progress.show(done);
             }
         }
-        let join = |h: std::thread::ScopedJoinHandle<'_, Option<Tally>>| {
-            h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
-        };
-        (join(first), join(second))
+        for (i, piece) in handles.into_iter().flat_map(join) {
+            pieces[i] = piece;
+        }
     });
-    let mut tally = a?;
-    tally.merge(b?);
-    Some(replay(p, opts, file, scan.events, tally))
-}
-
-/// What the scan found: the side band in time order, and where to cut the
-/// data into pieces for the workers (record offsets, first and end
-/// included).
-struct Scan {
-    events: Vec<(At, Event)>,
-    bounds: Vec<u64>,
-}
-
-/// Pieces of about equal size, more than workers: one worker's half may
-/// hold more samples, and it may share its core with the symbol loader.
-const PIECES: u64 = 16;
-
-/// The pieces of the data, handed out to whichever worker asks next.
-#[derive(Clone, Copy)]
-struct Pieces<'a> {
-    bounds: &'a [u64],
-    next: &'a AtomicUsize,
-}
-
-impl Pieces<'_> {
-    fn take(&self) -> Option<(u64, u64)> {
-        let i = self.next.fetch_add(1, Ordering::Relaxed);
-        Some((*self.bounds.get(i)?, *self.bounds.get(i + 1)?))
+    // A piece that did not read to its end exactly (its start was no
+    // record's) or did not decode leaves the file to the ordered pass.
+    let pieces: Vec<Piece> = pieces.into_iter().collect::<Option<_>>()?;
+    let mut order = pieces[0].order.clone();
+    for piece in &pieces[1..] {
+        order.then(&piece.order);
     }
-}
-
-fn scan(file: &PerfFile) -> Option<Scan> {
-    let mut raws = file.raw_records();
-    let start = raws.offset();
-    let piece = (file.data_size() / PIECES).max(1);
-    let mut bounds = vec![start];
-    let mut side: Vec<RawRecord> = Vec::new();
-    for r in raws.by_ref() {
-        let r = r.ok()?;
-        if r.offset >= bounds[bounds.len() - 1] + piece {
-            bounds.push(r.offset);
-        }
-        match r.header.type_ {
-            rt::SAMPLE => {}
-            rt::COMPRESSED | COMPRESSED2 => return None,
-            t if t >= rt::USER_START => {}
-            _ => side.push(r),
-        }
-    }
-    if !raws.time_order_holds() {
+    if !order.holds() {
         return None;
     }
-    let end = raws.offset();
+    let mut side: Vec<RawRecord> = pieces.iter().flat_map(|x| x.side.iter().copied()).collect();
     // Stable: equal times stay in file order.
     side.sort_by_key(|r| r.time);
     let mut events = Vec::with_capacity(side.len());
@@ -145,8 +113,156 @@ fn scan(file: &PerfFile) -> Option<Scan> {
             events.push(((r.time, r.offset), ev));
         }
     }
+    let history = History::of(&events);
+    let guess = Guess::of(p, &events);
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = channel();
+    let count = |tx: Sender<Msg>| {
+        let w = Worker {
+            merge,
+            history: &history,
+            guess: &guess,
+            tx,
+        };
+        w.count(&pieces, &next)
+    };
+    let tallies = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                let tx = tx.clone();
+                s.spawn(move || count(tx))
+            })
+            .collect();
+        drop(tx);
+        // Symbols load while the workers count.
+        for msg in rx {
+            if let Msg::Dso(d) = msg {
+                p.sym.prefetch(d);
+            }
+        }
+        handles.into_iter().map(join).collect::<Vec<_>>()
+    });
+    let mut tally = Tally::new(0);
+    for t in tallies {
+        tally.merge(t);
+    }
+    for piece in pieces {
+        tally.merge(piece.totals);
+    }
+    Some(replay(p, opts, file, events, tally))
+}
+
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
+}
+
+/// The next of `n` pieces for whichever worker asks.
+fn take(next: &AtomicUsize, n: usize) -> Option<usize> {
+    let i = next.fetch_add(1, Ordering::Relaxed);
+    (i < n).then_some(i)
+}
+
+/// Where to cut the data into pieces: the data's start and end, and record
+/// starts found near equal steps between them. Each cut is only a guess
+/// (found by the look of record headers), confirmed when the piece before
+/// it reads exactly up to it.
+fn cut(file: &PerfFile, workers: usize) -> Vec<u64> {
+    let pieces = (workers * PIECES_PER_WORKER) as u64;
+    let start = file.raw_records().offset();
+    let end = start + file.data_size();
+    let step = (end - start) / pieces;
+    let mut bounds = vec![start];
+    for i in 1..pieces {
+        if let Some(at) = file.record_start_near(start + i * step) {
+            if at > bounds[bounds.len() - 1] && at < end {
+                bounds.push(at);
+            }
+        }
+    }
     bounds.push(end);
-    Some(Scan { events, bounds })
+    bounds
+}
+
+/// What a piece holds, read once.
+struct Piece<'f> {
+    side: Vec<RawRecord<'f>>,
+    samples: Vec<Compact>,
+    order: RoundOrder,
+    /// Totals of its samples (`counts` empty).
+    totals: Tally,
+}
+
+/// A sample of the sampling event, with what counting needs.
+struct Compact {
+    at: At,
+    ip: u64,
+    period: u64,
+    /// Thread and process, or what stands for them when threads merge.
+    tid: u32,
+    pid: u32,
+    kernel: bool,
+}
+
+fn read_piece<'f>(
+    file: &'f PerfFile,
+    from: u64,
+    to: u64,
+    sampling: usize,
+    merge: bool,
+) -> Option<Piece<'f>> {
+    let mut side = Vec::new();
+    let mut samples = Vec::new();
+    let mut totals = Tally::new(file.attrs().len());
+    let mut raws = file.raw_records_between(from, to);
+    for r in raws.by_ref() {
+        let r = r.ok()?;
+        match r.header.type_ {
+            rt::SAMPLE => {}
+            rt::COMPRESSED | COMPRESSED2 => return None,
+            t if t >= rt::USER_START => continue,
+            _ => {
+                side.push(r);
+                continue;
+            }
+        }
+        let Ok((_, Record::Sample(s), _)) = file.parse(&r) else {
+            return None;
+        };
+        let attr = file.attr_index(s.id).unwrap_or(0);
+        if attr != sampling {
+            totals.other[attr] += 1;
+            continue;
+        }
+        let kernel = is_kernel_mode(r.header.misc, s.ip);
+        // As in the ordered pass: merging threads, a user location depends
+        // on the process, a kernel one on neither.
+        let (tid, pid) = match (merge, kernel) {
+            (false, _) => (s.tid, s.pid),
+            (true, false) => (s.pid, s.pid),
+            (true, true) => (u32::MAX, u32::MAX),
+        };
+        let period = s.period.max(1);
+        totals.total.add(period);
+        totals.first_time = totals.first_time.min(s.time);
+        totals.last_time = totals.last_time.max(s.time);
+        samples.push(Compact {
+            at: (r.time, r.offset),
+            ip: s.ip,
+            period,
+            tid,
+            pid,
+            kernel,
+        });
+    }
+    if raws.offset() != to {
+        return None;
+    }
+    Some(Piece {
+        side,
+        samples,
+        order: raws.round_order().clone(),
+        totals,
+    })
 }
 
 /// PERF_RECORD_COMPRESSED2 (perf >= 6.16).
@@ -292,7 +408,7 @@ impl Guess {
 enum Msg {
     /// A shared object that samples probably hit.
     Dso(DsoId),
-    /// Bytes read since the last message.
+    /// Bytes read.
     Read(u64),
 }
 
@@ -318,6 +434,16 @@ struct Tally {
 }
 
 impl Tally {
+    fn new(attrs: usize) -> Tally {
+        Tally {
+            counts: Vec::new(),
+            other: vec![0; attrs],
+            total: Counts::default(),
+            first_time: u64::MAX,
+            last_time: 0,
+        }
+    }
+
     fn merge(&mut self, o: Tally) {
         let mut merged = Vec::with_capacity(self.counts.len() + o.counts.len());
         let (mut a, mut b) = (
@@ -339,6 +465,9 @@ impl Tally {
             merged.push(next);
         }
         self.counts = merged;
+        if self.other.len() < o.other.len() {
+            self.other.resize(o.other.len(), 0);
+        }
         for (a, n) in self.other.iter_mut().zip(o.other) {
             *a += n;
         }
@@ -349,8 +478,6 @@ impl Tally {
 }
 
 struct Worker<'a> {
-    file: &'a PerfFile,
-    sampling: usize,
     merge: bool,
     history: &'a History,
     guess: &'a Guess,
@@ -358,102 +485,54 @@ struct Worker<'a> {
 }
 
 impl Worker<'_> {
-    /// Count the samples of the pieces it takes; `None` if one does not
-    /// decode.
-    fn count(&self, pieces: Pieces<'_>) -> Option<Tally> {
+    /// Count the samples of the pieces it takes.
+    fn count(&self, pieces: &[Piece], next: &AtomicUsize) -> Tally {
         let mut counts: FxHashMap<Key, Counts> = FxHashMap::default();
-        let mut t = Tally {
-            counts: Vec::new(),
-            other: vec![0; self.file.attrs().len()],
-            total: Counts::default(),
-            first_time: u64::MAX,
-            last_time: 0,
-        };
         let mut sent: Vec<bool> = Vec::new();
         let mut cache = vec![EMPTY; SLOTS];
-        while let Some((from, to)) = pieces.take() {
-            self.count_piece(from, to, &mut t, &mut cache, &mut counts, &mut sent)?;
+        while let Some(i) = take(next, pieces.len()) {
+            for c in &pieces[i].samples {
+                let slot = &mut cache[slot_of(c.pid, c.tid, c.ip)];
+                if slot.counts.samples > 0
+                    && slot.ip == c.ip
+                    && slot.pid == c.pid
+                    && slot.tid == c.tid
+                    && slot.kernel == c.kernel
+                    && slot.seen.holds_at(c.at)
+                {
+                    slot.counts.add(c.period);
+                    continue;
+                }
+                // Only BPF code makes a kernel location depend on the
+                // time; the command still depends on the process.
+                let bpf = c.kernel && self.history.may_be_bpf(c.ip);
+                let seen = match self.merge && c.kernel && !bpf {
+                    true => Seen::ALWAYS,
+                    false => self.history.last(c.pid, bpf, c.at),
+                };
+                let new = Slot {
+                    ip: c.ip,
+                    pid: c.pid,
+                    tid: c.tid,
+                    kernel: c.kernel,
+                    seen,
+                    counts: Counts {
+                        samples: 1,
+                        period: c.period,
+                    },
+                };
+                let old = std::mem::replace(slot, new);
+                self.store(&mut counts, &mut sent, old);
+            }
         }
         for slot in cache {
             self.store(&mut counts, &mut sent, slot);
         }
         // Sorted here, on this core, for the replay.
+        let mut t = Tally::new(0);
         t.counts = counts.into_iter().collect();
         t.counts.sort_unstable_by_key(|&(k, _)| k);
-        Some(t)
-    }
-
-    fn count_piece(
-        &self,
-        from: u64,
-        to: u64,
-        t: &mut Tally,
-        cache: &mut [Slot],
-        counts: &mut FxHashMap<Key, Counts>,
-        sent: &mut Vec<bool>,
-    ) -> Option<()> {
-        let mut reported = from;
-        for r in self.file.raw_records_between(from, to) {
-            let r = r.ok()?;
-            if r.header.type_ != rt::SAMPLE {
-                continue;
-            }
-            let Ok((_, Record::Sample(s), _)) = self.file.parse(&r) else {
-                return None;
-            };
-            if r.offset - reported >= PROGRESS_STEP {
-                let _ = self.tx.send(Msg::Read(r.offset - reported));
-                reported = r.offset;
-            }
-            let attr = self.file.attr_index(s.id).unwrap_or(0);
-            if attr != self.sampling {
-                t.other[attr] += 1;
-                continue;
-            }
-            let kernel = is_kernel_mode(r.header.misc, s.ip);
-            // As in the ordered pass: merging threads, a user location
-            // depends on the process, a kernel one on neither.
-            let (tid, pid) = match (self.merge, kernel) {
-                (false, _) => (s.tid, s.pid),
-                (true, false) => (s.pid, s.pid),
-                (true, true) => (u32::MAX, u32::MAX),
-            };
-            let period = s.period.max(1);
-            t.total.add(period);
-            t.first_time = t.first_time.min(s.time);
-            t.last_time = t.last_time.max(s.time);
-            let at = (r.time, r.offset);
-            let slot = &mut cache[slot_of(pid, tid, s.ip)];
-            if slot.counts.samples > 0
-                && slot.ip == s.ip
-                && slot.pid == pid
-                && slot.tid == tid
-                && slot.kernel == kernel
-                && slot.seen.holds_at(at)
-            {
-                slot.counts.add(period);
-                continue;
-            }
-            // Only BPF code makes a kernel location depend on the time;
-            // the command still depends on the process.
-            let bpf = kernel && self.history.may_be_bpf(s.ip);
-            let seen = match self.merge && kernel && !bpf {
-                true => Seen::ALWAYS,
-                false => self.history.last(pid, bpf, at),
-            };
-            let new = Slot {
-                ip: s.ip,
-                pid,
-                tid,
-                kernel,
-                seen,
-                counts: Counts { samples: 1, period },
-            };
-            let old = std::mem::replace(slot, new);
-            self.store(counts, sent, old);
-        }
-        let _ = self.tx.send(Msg::Read(to - reported));
-        Some(())
+        t
     }
 
     /// Add what a cache slot counted to the counts; the first count of a
@@ -693,5 +772,119 @@ mod tests {
             (a.other, a.total, a.first_time, a.last_time),
             (vec![2, 4], c(2), 2, 9)
         );
+    }
+
+    /// A file of `n` user samples of two processes, one of which maps its
+    /// binary halfway through, in rounds of 10 records.
+    fn synthetic(n: u64) -> PerfFile {
+        use perfdata::{sample_type as st, AttrEntry, EventAttr, PerfFileWriter, Sample, SampleId};
+        let attr = EventAttr {
+            type_: perfdata::event_type::SOFTWARE,
+            sample_type: st::IP | st::TID | st::TIME | st::PERIOD,
+            flags: perfdata::flags::SAMPLE_ID_ALL,
+            ..Default::default()
+        };
+        let attrs = [AttrEntry {
+            attr,
+            ids: vec![],
+            name: "cpu-clock".into(),
+        }];
+        let cursor = std::io::Cursor::new(Vec::new());
+        let mut w = PerfFileWriter::new(cursor, &attrs).unwrap();
+        let sid = |pid: u32, time: u64| SampleId {
+            pid,
+            tid: pid,
+            time,
+            ..Default::default()
+        };
+        let mmap = |pid: u32, name: &'static [u8]| {
+            Record::Mmap(perfdata::Mmap {
+                pid,
+                tid: pid,
+                addr: 0x40_0000,
+                len: 0x1000,
+                pgoff: 0,
+                filename: name,
+            })
+        };
+        w.write(&mmap(7, b"/bin/a"), perfdata::misc::USER, &sid(7, 1))
+            .unwrap();
+        for i in 0..n {
+            let pid = 7 + (i % 2) as u32;
+            let time = 10 + i;
+            if i == n / 2 {
+                w.write(&mmap(8, b"/bin/b"), perfdata::misc::USER, &sid(8, time))
+                    .unwrap();
+            }
+            let s = Sample {
+                ip: 0x40_0010 + 8 * (i % 5),
+                pid,
+                tid: pid,
+                time,
+                addr: 0,
+                id: 0,
+                stream_id: 0,
+                cpu: 0,
+                period: 1000,
+                callchain: None,
+            };
+            w.write(&Record::Sample(s), perfdata::misc::USER, &sid(pid, time))
+                .unwrap();
+            if i % 10 == 9 {
+                w.finished_round().unwrap();
+            }
+        }
+        let bytes = w.finish(&Default::default()).unwrap().into_inner();
+        PerfFile::from_bytes(bytes).unwrap()
+    }
+
+    #[test]
+    fn a_piece_that_starts_inside_a_record_is_refused() {
+        let f = synthetic(200);
+        let offsets: Vec<u64> = f.raw_records().map(|r| r.unwrap().offset).collect();
+        let end = f.raw_records().offset() + f.data_size();
+        let whole = read_piece(&f, offsets[0], end, 0, true).expect("the whole data");
+        assert_eq!(whole.totals.total.samples, 200);
+        assert_eq!(whole.side.len(), 2);
+        let from = offsets[50];
+        let piece = read_piece(&f, from, end, 0, true).expect("from a record");
+        assert!(piece.samples.iter().all(|c| c.at.1 >= from));
+        for wrong in [from + 8, from + 16] {
+            assert!(read_piece(&f, wrong, end, 0, true).is_none(), "{wrong}");
+        }
+    }
+
+    #[test]
+    fn flat_and_ordered_passes_agree_on_a_map_that_changes() {
+        let f = synthetic(400);
+        let build = |ordered| {
+            let opts = ProfileOptions {
+                ordered,
+                merge_threads: true,
+                ..ProfileOptions::default()
+            };
+            let p = Profile::build(&f, &opts).unwrap();
+            assert_eq!(p.ordered_pass, ordered);
+            let mut rows: Vec<(String, String, u64)> = p
+                .rows
+                .iter()
+                .map(|(k, c)| {
+                    let dso = p.sym.dsos[k.frame.dso as usize].name.clone();
+                    (
+                        dso,
+                        p.sym.syms[k.frame.sym as usize].name.clone(),
+                        c.samples,
+                    )
+                })
+                .collect();
+            rows.sort();
+            (rows, p.total)
+        };
+        let (flat, total) = build(false);
+        assert_eq!(total.samples, 400);
+        // Before its map, process 8's samples are in no binary.
+        assert!(flat.iter().any(|r| r.0 == "/bin/b"));
+        assert!(flat.iter().any(|r| !r.0.starts_with("/bin")));
+        assert_eq!(flat, build(true).0);
     }
 }
