@@ -87,5 +87,27 @@ fuzz_target!(|data: &[u8]| {
             .collect();
         assert_eq!(tail, offsets[offsets.len() / 2..]);
     }
+    // A guessed record start is at or after the offset (on hostile data it
+    // may be anywhere after: records that do not look like records are
+    // skipped, which readers catch by reading up to the guess), and the
+    // round-order checks of two parts joined answer as the whole's.
+    let mut whole = file.raw_records();
+    whole.by_ref().for_each(drop);
+    if let Some(&last) = offsets.last() {
+        let guess_from = (data.len() as u64 / 3).min(last);
+        if let Some(at) = file.record_start_near(guess_from) {
+            assert!(at >= guess_from, "guess {at} before {guess_from}");
+        }
+        let mid = offsets[offsets.len() / 2];
+        let mut first = file.raw_records_between(0, mid);
+        first.by_ref().for_each(drop);
+        let mut second = file.raw_records_between(mid, u64::MAX);
+        second.by_ref().for_each(drop);
+        if errors == 0 {
+            let mut joined = first.round_order().clone();
+            joined.then(second.round_order());
+            assert_eq!(joined.holds(), whole.time_order_holds());
+        }
+    }
     std::hint::black_box(acc);
 });
