@@ -34,6 +34,9 @@ type At = (u64, u64);
 /// the symbol loader.
 const PIECES_PER_WORKER: usize = 8;
 
+/// The smallest SAMPLE record: a header and one field.
+const MIN_SAMPLE_SIZE: u64 = 16;
+
 /// At most this many workers: past it, merging their counts costs more
 /// than they save.
 const MAX_WORKERS: usize = 8;
@@ -167,9 +170,10 @@ fn take(next: &AtomicUsize, n: usize) -> Option<usize> {
 /// (found by the look of record headers), confirmed when the piece before
 /// it reads exactly up to it.
 fn cut(file: &PerfFile, workers: usize) -> Vec<u64> {
-    let pieces = (workers * PIECES_PER_WORKER) as u64;
     let start = file.raw_records().offset();
     let end = start + file.data_size();
+    // Pieces stay under 1 GB, as samples keep their offset in 31 bits.
+    let pieces = ((workers * PIECES_PER_WORKER) as u64).max((end - start) >> 30);
     let step = (end - start) / pieces;
     let mut bounds = vec![start];
     for i in 1..pieces {
@@ -186,21 +190,37 @@ fn cut(file: &PerfFile, workers: usize) -> Vec<u64> {
 /// What a piece holds, read once.
 struct Piece<'f> {
     side: Vec<RawRecord<'f>>,
+    start: u64,
     samples: Vec<Compact>,
     order: RoundOrder,
     /// Totals of its samples (`counts` empty).
     totals: Tally,
 }
 
-/// A sample of the sampling event, with what counting needs.
+/// A sample of the sampling event, with what counting needs, in 32 bytes:
+/// a big recording holds a million of them at once.
 struct Compact {
-    at: At,
+    time: u64,
     ip: u64,
-    period: u64,
+    /// Offset from the piece's start, and [`KERNEL_MODE`].
+    rel: u32,
+    period: u32,
     /// Thread and process, or what stands for them when threads merge.
     tid: u32,
     pid: u32,
-    kernel: bool,
+}
+
+/// The bit of [`Compact::rel`] that says the sample is in kernel mode.
+const KERNEL_MODE: u32 = 1 << 31;
+
+impl Compact {
+    fn kernel(&self) -> bool {
+        self.rel & KERNEL_MODE != 0
+    }
+
+    fn at(&self, piece_start: u64) -> At {
+        (self.time, piece_start + u64::from(self.rel & !KERNEL_MODE))
+    }
 }
 
 fn read_piece<'f>(
@@ -210,8 +230,13 @@ fn read_piece<'f>(
     sampling: usize,
     merge: bool,
 ) -> Option<Piece<'f>> {
+    if to - from >= u64::from(KERNEL_MODE) {
+        return None;
+    }
     let mut side = Vec::new();
-    let mut samples = Vec::new();
+    // Room for as many samples as fit, so the vector never grows by
+    // copying; only the part filled takes memory.
+    let mut samples = Vec::with_capacity(((to - from) / MIN_SAMPLE_SIZE) as usize);
     let mut totals = Tally::new(file.attrs().len());
     let mut raws = file.raw_records_between(from, to);
     for r in raws.by_ref() {
@@ -246,12 +271,14 @@ fn read_piece<'f>(
         totals.first_time = totals.first_time.min(s.time);
         totals.last_time = totals.last_time.max(s.time);
         samples.push(Compact {
-            at: (r.time, r.offset),
+            time: r.time,
             ip: s.ip,
-            period,
+            rel: (r.offset - from) as u32 | if kernel { KERNEL_MODE } else { 0 },
+            // Periods past 32 bits (4 s of cpu-clock) are left to the
+            // ordered pass.
+            period: u32::try_from(period).ok()?,
             tid,
             pid,
-            kernel,
         });
     }
     if raws.offset() != to {
@@ -259,6 +286,7 @@ fn read_piece<'f>(
     }
     Some(Piece {
         side,
+        start: from,
         samples,
         order: raws.round_order().clone(),
         totals,
@@ -491,35 +519,34 @@ impl Worker<'_> {
         let mut sent: Vec<bool> = Vec::new();
         let mut cache = vec![EMPTY; SLOTS];
         while let Some(i) = take(next, pieces.len()) {
-            for c in &pieces[i].samples {
+            let piece = &pieces[i];
+            for c in &piece.samples {
+                let (at, kernel, period) = (c.at(piece.start), c.kernel(), u64::from(c.period));
                 let slot = &mut cache[slot_of(c.pid, c.tid, c.ip)];
                 if slot.counts.samples > 0
                     && slot.ip == c.ip
                     && slot.pid == c.pid
                     && slot.tid == c.tid
-                    && slot.kernel == c.kernel
-                    && slot.seen.holds_at(c.at)
+                    && slot.kernel == kernel
+                    && slot.seen.holds_at(at)
                 {
-                    slot.counts.add(c.period);
+                    slot.counts.add(period);
                     continue;
                 }
                 // Only BPF code makes a kernel location depend on the
                 // time; the command still depends on the process.
-                let bpf = c.kernel && self.history.may_be_bpf(c.ip);
-                let seen = match self.merge && c.kernel && !bpf {
+                let bpf = kernel && self.history.may_be_bpf(c.ip);
+                let seen = match self.merge && kernel && !bpf {
                     true => Seen::ALWAYS,
-                    false => self.history.last(c.pid, bpf, c.at),
+                    false => self.history.last(c.pid, bpf, at),
                 };
                 let new = Slot {
                     ip: c.ip,
                     pid: c.pid,
                     tid: c.tid,
-                    kernel: c.kernel,
+                    kernel,
                     seen,
-                    counts: Counts {
-                        samples: 1,
-                        period: c.period,
-                    },
+                    counts: Counts { samples: 1, period },
                 };
                 let old = std::mem::replace(slot, new);
                 self.store(&mut counts, &mut sent, old);
@@ -848,7 +875,7 @@ mod tests {
         assert_eq!(whole.side.len(), 2);
         let from = offsets[50];
         let piece = read_piece(&f, from, end, 0, true).expect("from a record");
-        assert!(piece.samples.iter().all(|c| c.at.1 >= from));
+        assert!(piece.samples.iter().all(|c| c.at(piece.start).1 >= from));
         for wrong in [from + 8, from + 16] {
             assert!(read_piece(&f, wrong, end, 0, true).is_none(), "{wrong}");
         }
