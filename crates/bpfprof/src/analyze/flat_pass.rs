@@ -473,10 +473,27 @@ impl Tally {
     }
 
     fn merge(&mut self, o: Tally) {
-        let mut merged = Vec::with_capacity(self.counts.len() + o.counts.len());
+        if self.counts.is_empty() {
+            self.counts = o.counts;
+        } else if !o.counts.is_empty() {
+            self.merge_counts(o.counts);
+        }
+        if self.other.len() < o.other.len() {
+            self.other.resize(o.other.len(), 0);
+        }
+        for (a, n) in self.other.iter_mut().zip(o.other) {
+            *a += n;
+        }
+        self.total.merge(o.total);
+        self.first_time = self.first_time.min(o.first_time);
+        self.last_time = self.last_time.max(o.last_time);
+    }
+
+    fn merge_counts(&mut self, counts: Vec<(Key, Counts)>) {
+        let mut merged = Vec::with_capacity(self.counts.len() + counts.len());
         let (mut a, mut b) = (
             std::mem::take(&mut self.counts).into_iter().peekable(),
-            o.counts.into_iter().peekable(),
+            counts.into_iter().peekable(),
         );
         loop {
             let next = match (a.peek(), b.peek()) {
@@ -493,15 +510,6 @@ impl Tally {
             merged.push(next);
         }
         self.counts = merged;
-        if self.other.len() < o.other.len() {
-            self.other.resize(o.other.len(), 0);
-        }
-        for (a, n) in self.other.iter_mut().zip(o.other) {
-            *a += n;
-        }
-        self.total.merge(o.total);
-        self.first_time = self.first_time.min(o.first_time);
-        self.last_time = self.last_time.max(o.last_time);
     }
 }
 
