@@ -149,9 +149,14 @@ pub(super) fn run(
     for t in tallies {
         tally.merge(t);
     }
+    let mut samples = Vec::with_capacity(pieces.len());
     for piece in pieces {
         tally.merge(piece.totals);
+        samples.push(piece.samples);
     }
+    // Handing tens of megabytes back to the kernel takes milliseconds: on
+    // another core, while this one replays (or here, if no thread starts).
+    let _ = std::thread::Builder::new().spawn(move || drop(samples));
     Some(replay(p, opts, file, events, tally))
 }
 
