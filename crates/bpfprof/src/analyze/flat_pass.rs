@@ -64,7 +64,6 @@ pub(super) fn run(
     let n = bounds.len() - 1;
     let merge = opts.merge_threads;
     let next = AtomicUsize::new(0);
-    let (tx, rx) = channel();
     let read = |tx: Sender<Msg>| {
         let mut out = Vec::new();
         while let Some(i) = take(&next, n) {
@@ -76,26 +75,17 @@ pub(super) fn run(
         }
         out
     };
+    let mut done = 0;
     let mut pieces: Vec<Option<Piece>> = (0..n).map(|_| None).collect();
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                let tx = tx.clone();
-                s.spawn(move || read(tx))
-            })
-            .collect();
-        drop(tx);
-        let mut done = 0;
-        for msg in rx {
-            if let Msg::Read(bytes) = msg {
-                done += bytes;
-                progress.show(done);
-            }
-        }
-        for (i, piece) in handles.into_iter().flat_map(join) {
-            pieces[i] = piece;
+    let read = on_workers(workers, read, |msg| {
+        if let Msg::Read(bytes) = msg {
+            done += bytes;
+            progress.show(done);
         }
     });
+    for (i, piece) in read.into_iter().flatten() {
+        pieces[i] = piece;
+    }
     // A piece that did not read to its end exactly (its start was no
     // record's) or did not decode leaves the file to the ordered pass.
     let pieces: Vec<Piece> = pieces.into_iter().collect::<Option<_>>()?;
@@ -119,7 +109,6 @@ pub(super) fn run(
     let history = History::of(&events);
     let guess = Guess::of(p, &events);
     let next = AtomicUsize::new(0);
-    let (tx, rx) = channel();
     let count = |tx: Sender<Msg>| {
         let w = Worker {
             merge,
@@ -129,21 +118,11 @@ pub(super) fn run(
         };
         w.count(&pieces, &next)
     };
-    let tallies = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                let tx = tx.clone();
-                s.spawn(move || count(tx))
-            })
-            .collect();
-        drop(tx);
-        // Symbols load while the workers count.
-        for msg in rx {
-            if let Msg::Dso(d) = msg {
-                p.sym.prefetch(d);
-            }
+    // Symbols load while the workers count.
+    let tallies = on_workers(workers, count, |msg| {
+        if let Msg::Dso(d) = msg {
+            p.sym.prefetch(d);
         }
-        handles.into_iter().map(join).collect::<Vec<_>>()
     });
     let mut tally = Tally::new(0);
     for t in tallies {
@@ -160,8 +139,29 @@ pub(super) fn run(
     Some(replay(p, opts, file, events, tally))
 }
 
-fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
-    h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
+/// Run `work` on `workers` threads, handling the messages they send here,
+/// and return what each returned.
+fn on_workers<T: Send>(
+    workers: usize,
+    work: impl Fn(Sender<Msg>) -> T + Sync,
+    mut on_msg: impl FnMut(Msg),
+) -> Vec<T> {
+    let (tx, rx) = channel();
+    std::thread::scope(|s| {
+        let work = &work;
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                let tx = tx.clone();
+                s.spawn(move || work(tx))
+            })
+            .collect();
+        drop(tx);
+        rx.into_iter().for_each(&mut on_msg);
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
 }
 
 /// The next of `n` pieces for whichever worker asks.
