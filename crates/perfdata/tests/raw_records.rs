@@ -5,246 +5,27 @@
 //! the oracle. Needs no perf.
 mod common;
 
+use common::built::{
+    self, attrs, attrs_without_time, le64, model_holds, seq_of, well_formed, Built, Ev, Ev::*,
+    Fill, Written,
+};
 use common::*;
 use perfdata::{
-    context, encode_record, flags, misc, record_type as rt, sample_type as st, AttrEntry, Comm,
-    Error, EventAttr, FileId, ForkExit, Mmap2, PerfFile, PerfFileWriter, Record, Sample, SampleId,
+    context, encode_record, record_type as rt, sample_type as st, AttrEntry, Comm, Error,
+    EventAttr, ForkExit, Mmap2, PerfFile, PerfFileWriter, Record, SampleId,
 };
 
 // ------------------------------------------------------------ building files
 
-/// One record to write. Samples of the cpu-clock event (attr 0) and of the
-/// dummy event (attr 1, when the file has one); side-band with a
-/// sample_id_all trailer; perf's own FINISHED_ROUND and FINISHED_INIT.
-#[derive(Debug, Clone, Copy)]
-enum Ev {
-    S { cpu: u32, time: u64 },
-    D { cpu: u32, time: u64 },
-    Cm { cpu: u32, time: u64 },
-    Mm { cpu: u32, time: u64 },
-    Fk { cpu: u32, time: u64 },
-    Round,
-    Init,
-}
-
-use Ev::*;
-
-/// What was written, as the test knows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Written {
-    offset: u64,
-    size: u64,
-    type_: u32,
-    /// The time put in the record (its sample field or its trailer).
-    time: u64,
-    cpu: u32,
-    pid: u32,
-    ip: u64,
-}
-
-struct Built {
-    bytes: Vec<u8>,
-    recs: Vec<Written>,
-    /// Data section start and end, from the header bytes (@40, @48).
-    data: (u64, u64),
-}
-
-fn le64(b: &[u8], off: usize) -> u64 {
-    u64::from_le_bytes(b[off..off + 8].try_into().unwrap())
+/// A file of `evs`, then `tail` (verbatim, inside the data section). Its
+/// records are told apart by pid and period (`Fill::Distinct`): the tests
+/// below check what they decode against that.
+fn build_with_tail(attrs: &[AttrEntry], evs: &[Ev], tail: &[u8]) -> Built {
+    built::build_parts(Fill::Distinct, attrs, &[], evs, tail)
 }
 
 fn build(attrs: &[AttrEntry], evs: &[Ev]) -> Built {
     build_with_tail(attrs, evs, &[])
-}
-
-/// Write `evs` (then `tail`, verbatim, inside the data section) with the
-/// writer; every record is encoded here with the attr it belongs to.
-fn build_with_tail(attrs: &[AttrEntry], evs: &[Ev], tail: &[u8]) -> Built {
-    let mut w = PerfFileWriter::new(std::io::Cursor::new(Vec::new()), attrs).unwrap();
-    let mut recs = Vec::new();
-    let mut at = 0u64;
-    for (i, &ev) in evs.iter().enumerate() {
-        let pid = 1000 + i as u32;
-        let ip = 0x40_0000 + 0x10 * i as u64;
-        let chain: Vec<u8> = [context::USER, ip]
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect();
-        let sample = |attr: u64, cpu: u32, time: u64| Sample {
-            ip,
-            pid,
-            tid: pid + 1,
-            time,
-            addr: 0,
-            // cpu-clock ids are 11, 12; dummy ids 13, 14: one per CPU.
-            id: 11 + 2 * attr + cpu as u64,
-            stream_id: 0,
-            cpu,
-            period: 10_000 + i as u64,
-            callchain: Some(&chain),
-        };
-        let sid = |cpu: u32, time: u64| SampleId {
-            pid,
-            tid: pid + 1,
-            time,
-            id: 13 + cpu as u64,
-            stream_id: 0,
-            cpu,
-        };
-        let mut buf = Vec::new();
-        let (cpu, time) = match ev {
-            S { cpu, time } => {
-                let r = Record::Sample(sample(0, cpu, time));
-                encode_record(
-                    &r,
-                    misc::USER,
-                    &SampleId::default(),
-                    &attrs[0].attr,
-                    &mut buf,
-                );
-                (cpu, time)
-            }
-            D { cpu, time } => {
-                let r = Record::Sample(sample(1, cpu, time));
-                encode_record(
-                    &r,
-                    misc::USER,
-                    &SampleId::default(),
-                    &attrs[1].attr,
-                    &mut buf,
-                );
-                (cpu, time)
-            }
-            Cm { cpu, time } => {
-                let r = Record::Comm(perfdata::Comm {
-                    pid,
-                    tid: pid + 1,
-                    comm: b"worker",
-                });
-                encode_record(
-                    &r,
-                    misc::COMM_EXEC,
-                    &sid(cpu, time),
-                    &attrs[0].attr,
-                    &mut buf,
-                );
-                (cpu, time)
-            }
-            Mm { cpu, time } => {
-                let r = Record::Mmap2(perfdata::Mmap2 {
-                    pid,
-                    tid: pid + 1,
-                    addr: 0x7f00_0000_0000 + 0x1000 * i as u64,
-                    len: 0x2000,
-                    pgoff: 0,
-                    file_id: FileId::Inode {
-                        maj: 8,
-                        min: 1,
-                        ino: 500 + i as u64,
-                        ino_generation: 0,
-                    },
-                    prot: 5,
-                    flags: 2,
-                    filename: b"/usr/lib/libworker.so",
-                });
-                encode_record(&r, misc::USER, &sid(cpu, time), &attrs[0].attr, &mut buf);
-                (cpu, time)
-            }
-            Fk { cpu, time } => {
-                let r = Record::Fork(ForkExit {
-                    pid,
-                    ppid: 1,
-                    tid: pid + 1,
-                    ptid: 1,
-                    time,
-                });
-                encode_record(&r, 0, &sid(cpu, time), &attrs[0].attr, &mut buf);
-                (cpu, time)
-            }
-            Round => {
-                let r = Record::FinishedRound;
-                encode_record(&r, 0, &SampleId::default(), &attrs[0].attr, &mut buf);
-                (0, 0)
-            }
-            Init => {
-                let r = Record::FinishedInit;
-                encode_record(&r, 0, &SampleId::default(), &attrs[0].attr, &mut buf);
-                (0, 0)
-            }
-        };
-        let type_ = u32::from_le_bytes(buf[..4].try_into().unwrap());
-        let size = u16::from_le_bytes(buf[6..8].try_into().unwrap()) as u64;
-        assert_eq!(size, buf.len() as u64, "the encoder frames the record");
-        w.write_raw(&buf).unwrap();
-        recs.push(Written {
-            offset: at,
-            size,
-            type_,
-            time,
-            cpu,
-            pid,
-            ip,
-        });
-        at += size;
-    }
-    w.write_raw(tail).unwrap();
-    let bytes = w.finish(&Default::default()).unwrap().into_inner();
-    let (start, size) = (le64(&bytes, 40), le64(&bytes, 48));
-    assert_eq!(size, at + tail.len() as u64);
-    for r in &mut recs {
-        r.offset += start;
-    }
-    Built {
-        bytes,
-        recs,
-        data: (start, start + size),
-    }
-}
-
-/// Two events as `perf record -a -g` opens them: cpu-clock samples with
-/// callchains, and a dummy event for side-band; both with sample_id_all.
-/// Samples of the two place TIME at the same offset, but differ in layout.
-fn attrs() -> Vec<AttrEntry> {
-    fixture_attrs()
-}
-
-/// One event with no TIME anywhere (samples nor trailers).
-fn attrs_without_time() -> Vec<AttrEntry> {
-    vec![AttrEntry {
-        attr: EventAttr {
-            type_: 1,
-            sample_period: 1000,
-            sample_type: st::IP | st::TID | st::CPU | st::PERIOD | st::CALLCHAIN | st::IDENTIFIER,
-            flags: flags::SAMPLE_ID_ALL | flags::DISABLED,
-            ..Default::default()
-        },
-        ids: vec![11, 12],
-        name: "cpu-clock".into(),
-    }]
-}
-
-/// Whether `recs` keep perf's FINISHED_ROUND rule, computed from what was
-/// written: a record after the k-th FINISHED_ROUND must not be older than
-/// the newest record before the (k-1)-th (what the k-th round delivers).
-fn respects_round_rule(recs: &[Written]) -> bool {
-    let mut max_before_round = vec![0u64]; // before round "0": nothing
-    let mut newest = 0;
-    for r in recs {
-        if r.type_ == rt::FINISHED_ROUND {
-            max_before_round.push(newest);
-            continue;
-        }
-        if r.type_ >= rt::USER_START {
-            continue;
-        }
-        let k = max_before_round.len() - 1;
-        let delivered = max_before_round[k.saturating_sub(1)];
-        if k >= 1 && r.time < delivered {
-            return false;
-        }
-        newest = newest.max(r.time);
-    }
-    true
 }
 
 // ------------------------------------------------------------ reading
@@ -300,61 +81,11 @@ fn written_order(recs: &[Written]) -> Vec<(u64, u32)> {
 
 // ------------------------------------------------------------ 1: a good file
 
-/// Two CPUs' runs per round, each run in time order, the runs out of order
-/// against each other; side-band interleaved, equal timestamps between a
-/// sample and side-band (and between samples of two CPUs), records of a
-/// round older than the round before's newest (allowed: only what was
-/// delivered counts), and one exactly equal to what was delivered.
-fn well_formed() -> Vec<Ev> {
-    vec![
-        // Synthesized side-band at time 0.
-        Cm { cpu: 0, time: 0 },
-        Mm { cpu: 0, time: 0 },
-        // Round 1: CPU 1's run, then CPU 0's.
-        S { cpu: 1, time: 110 },
-        Cm { cpu: 1, time: 120 },
-        S { cpu: 1, time: 140 },
-        D { cpu: 1, time: 150 },
-        Mm { cpu: 0, time: 130 },
-        S { cpu: 0, time: 100 },
-        S { cpu: 0, time: 130 },
-        S { cpu: 0, time: 160 },
-        Round,
-        // Round 2: older than round 1's newest (160), but nothing past 0
-        // was delivered yet.
-        S { cpu: 0, time: 150 },
-        S { cpu: 0, time: 200 },
-        Fk { cpu: 0, time: 200 },
-        D { cpu: 0, time: 205 },
-        S { cpu: 1, time: 155 },
-        S { cpu: 1, time: 170 },
-        S { cpu: 1, time: 210 },
-        Round,
-        // Round 3: this round end delivered up to 160; a record at exactly
-        // 160 is still in order (it sorts after the earlier 160).
-        S { cpu: 1, time: 160 },
-        S { cpu: 1, time: 230 },
-        Cm { cpu: 0, time: 205 },
-        S { cpu: 0, time: 205 },
-        S { cpu: 0, time: 220 },
-        Mm { cpu: 0, time: 230 },
-        S { cpu: 0, time: 230 },
-        Round,
-        // Round 4 (delivered up to 210), then records with no round end.
-        S { cpu: 0, time: 240 },
-        S { cpu: 1, time: 215 },
-        Round,
-        S { cpu: 1, time: 250 },
-        S { cpu: 0, time: 245 },
-        Fk { cpu: 0, time: 245 },
-    ]
-}
-
 #[test]
 fn well_formed_file_raw_order_is_file_order_and_time_sort_is_the_delivered_order() {
     let b = build(&attrs(), &well_formed());
     assert!(
-        respects_round_rule(&b.recs),
+        model_holds(&seq_of(&b.recs)),
         "the fixture keeps the round rule"
     );
     let f = PerfFile::from_bytes(b.bytes.clone()).unwrap();
@@ -431,7 +162,7 @@ fn a_record_older_than_what_a_round_delivered_breaks_time_order() {
         Round,
     ];
     let b = build(&attrs(), &evs);
-    assert!(!respects_round_rule(&b.recs));
+    assert!(!model_holds(&seq_of(&b.recs)));
     let late = b.recs[6].offset;
     let f = PerfFile::from_bytes(b.bytes).unwrap();
 
@@ -483,7 +214,7 @@ fn late_by_one_round_is_still_in_order_and_equal_to_delivered_too() {
         Round,
     ];
     let b = build(&attrs(), &evs);
-    assert!(respects_round_rule(&b.recs));
+    assert!(model_holds(&seq_of(&b.recs)));
     let f = PerfFile::from_bytes(b.bytes).unwrap();
     let (raw, holds) = raw_all(&f);
     assert!(holds);
@@ -907,7 +638,7 @@ fn holds_implies_the_time_sort_is_the_delivered_order_with_finished_init() {
         Round,
     ];
     let b = build(&attrs(), &evs);
-    assert!(respects_round_rule(&b.recs));
+    assert!(model_holds(&seq_of(&b.recs)));
     let f = PerfFile::from_bytes(b.bytes).unwrap();
     let (raw, holds) = raw_all(&f);
     // perf's own record types are outside the promise (documented).

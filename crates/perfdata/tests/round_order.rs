@@ -11,265 +11,24 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::{fixture_attrs, XorShift};
-use perfdata::{
-    context, encode_record, flags, misc, record_type as rt, sample_type as st, AttrEntry, Comm,
-    EventAttr, FileId, ForkExit, Mmap2, PerfFile, PerfFileWriter, Record, RoundOrder, Sample,
-    SampleId,
+use common::built::{
+    self, attrs, attrs_without_time, le64, model_holds, seq_of, Built, Ev, Ev::*, Fill,
 };
+use common::XorShift;
+use perfdata::{record_type as rt, sample_type as st, AttrEntry, PerfFile, RoundOrder};
 
 // ------------------------------------------------------------ building files
 
-/// One record to write: samples of the cpu-clock event (attr 0) and of the
-/// dummy event (attr 1); side-band with a sample_id_all trailer; perf's own
-/// FINISHED_ROUND and FINISHED_INIT.
-#[derive(Debug, Clone, Copy)]
-enum Ev {
-    S { cpu: u32, time: u64 },
-    D { cpu: u32, time: u64 },
-    Cm { cpu: u32, time: u64 },
-    Mm { cpu: u32, time: u64 },
-    Fk { cpu: u32, time: u64 },
-    Round,
-    Init,
-}
-
-use Ev::*;
-
-/// What was written, as the test knows it.
-#[derive(Debug, Clone, Copy)]
-struct Written {
-    offset: u64,
-    size: u64,
-    type_: u32,
-    /// The time put in the record (its sample field or its trailer); 0 for
-    /// FINISHED_ROUND and FINISHED_INIT.
-    time: u64,
-}
-
-struct Built {
-    bytes: Vec<u8>,
-    recs: Vec<Written>,
-    /// Data section start and end, from the header bytes (@40, @48).
-    data: (u64, u64),
-}
-
-fn le64(b: &[u8], off: usize) -> u64 {
-    u64::from_le_bytes(b[off..off + 8].try_into().unwrap())
+/// A file of `head` (verbatim), the records of `evs`, then `tail`
+/// (verbatim), all inside the data section. The records' payloads are full
+/// of small numbers (`Fill::SmallNumbers`), as record_start_near's tests
+/// want.
+fn build_parts(attrs: &[AttrEntry], head: &[u8], evs: &[Ev], tail: &[u8]) -> Built {
+    built::build_parts(Fill::SmallNumbers, attrs, head, evs, tail)
 }
 
 fn build(attrs: &[AttrEntry], evs: &[Ev]) -> Built {
     build_parts(attrs, &[], evs, &[])
-}
-
-/// Encode record `i` of a file. Its payload is full of small numbers, many
-/// of them in the range of record types: pid 1..=31, tids just above,
-/// periods 1..68, callchain entries below 96, ids 11..14, cpus 0 and 1.
-fn encode(attrs: &[AttrEntry], i: usize, ev: Ev) -> (Vec<u8>, u64) {
-    let pid = 1 + (i % 31) as u32;
-    let tid = pid + (i % 4) as u32;
-    let period = [1u64, 2, 3, 8, 9, 64, 68][i % 7];
-    let ip = 0x40_0000 + 0x10 * i as u64;
-    let chain: Vec<u8> = (0..i % 5)
-        .map(|j| match j {
-            0 => context::USER,
-            1 => ip,
-            _ => ((i + j) % 96) as u64,
-        })
-        .flat_map(|v| v.to_le_bytes())
-        .collect();
-    let sample = |attr: u64, cpu: u32, time: u64| Sample {
-        ip,
-        pid,
-        tid,
-        time,
-        addr: 0,
-        // cpu-clock ids are 11, 12; dummy ids 13, 14: one per CPU.
-        id: 11 + 2 * attr + cpu as u64,
-        stream_id: 0,
-        cpu,
-        period,
-        callchain: Some(&chain),
-    };
-    let sid = |cpu: u32, time: u64| SampleId {
-        pid,
-        tid,
-        time,
-        id: 13 + cpu as u64,
-        stream_id: 0,
-        cpu,
-    };
-    let comm: &[u8] = [&b"w"[..], b"worker", b"kworker/1:2-ev", b"sh"][i % 4];
-    let file: &[u8] = [
-        &b"/a"[..],
-        b"/usr/lib/libworker.so",
-        b"/usr/lib/x86_64-linux-gnu/libc.so.6",
-        b"[vdso]",
-    ][i % 4];
-    let mut buf = Vec::new();
-    let a0 = &attrs[0].attr;
-    let time = match ev {
-        S { cpu, time } => {
-            let r = Record::Sample(sample(0, cpu, time));
-            encode_record(&r, misc::USER, &SampleId::default(), a0, &mut buf);
-            time
-        }
-        D { cpu, time } => {
-            let r = Record::Sample(sample(1, cpu, time));
-            encode_record(
-                &r,
-                misc::USER,
-                &SampleId::default(),
-                &attrs[1].attr,
-                &mut buf,
-            );
-            time
-        }
-        Cm { cpu, time } => {
-            let r = Record::Comm(Comm { pid, tid, comm });
-            encode_record(&r, misc::COMM_EXEC, &sid(cpu, time), a0, &mut buf);
-            time
-        }
-        Mm { cpu, time } => {
-            let r = Record::Mmap2(Mmap2 {
-                pid,
-                tid,
-                addr: 0x7f00_0000_0000 + 0x1000 * i as u64,
-                len: 0x2000,
-                pgoff: 0,
-                file_id: FileId::Inode {
-                    maj: 8,
-                    min: 1,
-                    ino: 500 + i as u64,
-                    ino_generation: 0,
-                },
-                prot: 5,
-                flags: 2,
-                filename: file,
-            });
-            encode_record(&r, misc::USER, &sid(cpu, time), a0, &mut buf);
-            time
-        }
-        Fk { cpu, time } => {
-            let r = Record::Fork(ForkExit {
-                pid,
-                ppid: 1,
-                tid,
-                ptid: 1,
-                time,
-            });
-            encode_record(&r, 0, &sid(cpu, time), a0, &mut buf);
-            time
-        }
-        Round => {
-            encode_record(
-                &Record::FinishedRound,
-                0,
-                &SampleId::default(),
-                a0,
-                &mut buf,
-            );
-            0
-        }
-        Init => {
-            encode_record(&Record::FinishedInit, 0, &SampleId::default(), a0, &mut buf);
-            0
-        }
-    };
-    (buf, time)
-}
-
-/// Write `head` (verbatim), the records of `evs`, then `tail` (verbatim),
-/// all inside the data section.
-fn build_parts(attrs: &[AttrEntry], head: &[u8], evs: &[Ev], tail: &[u8]) -> Built {
-    let mut w = PerfFileWriter::new(std::io::Cursor::new(Vec::new()), attrs).unwrap();
-    w.write_raw(head).unwrap();
-    let mut recs = Vec::new();
-    let mut at = head.len() as u64;
-    for (i, &ev) in evs.iter().enumerate() {
-        let (buf, time) = encode(attrs, i, ev);
-        let type_ = u32::from_le_bytes(buf[..4].try_into().unwrap());
-        let size = u16::from_le_bytes(buf[6..8].try_into().unwrap()) as u64;
-        assert_eq!(size, buf.len() as u64, "the encoder frames the record");
-        w.write_raw(&buf).unwrap();
-        recs.push(Written {
-            offset: at,
-            size,
-            type_,
-            time,
-        });
-        at += size;
-    }
-    w.write_raw(tail).unwrap();
-    let bytes = w.finish(&Default::default()).unwrap().into_inner();
-    let (start, size) = (le64(&bytes, 40), le64(&bytes, 48));
-    assert_eq!(size, at + tail.len() as u64);
-    for r in &mut recs {
-        r.offset += start;
-    }
-    Built {
-        bytes,
-        recs,
-        data: (start, start + size),
-    }
-}
-
-/// Two events as `perf record -a -g` opens them: cpu-clock samples with
-/// callchains, and a dummy event for side-band; both with sample_id_all.
-fn attrs() -> Vec<AttrEntry> {
-    fixture_attrs()
-}
-
-/// One event with no TIME anywhere (samples nor trailers).
-fn attrs_without_time() -> Vec<AttrEntry> {
-    vec![AttrEntry {
-        attr: EventAttr {
-            type_: 1,
-            sample_period: 1000,
-            sample_type: st::IP | st::TID | st::CPU | st::PERIOD | st::CALLCHAIN | st::IDENTIFIER,
-            flags: flags::SAMPLE_ID_ALL | flags::DISABLED,
-            ..Default::default()
-        },
-        ids: vec![11, 12],
-        name: "cpu-clock".into(),
-    }]
-}
-
-// ------------------------------------------------------------ the rule, modelled
-
-/// perf's FINISHED_ROUND rule over (type, time) in file order, written from
-/// its statement, independently of `RoundOrder`: a record after the k-th
-/// FINISHED_ROUND must not be older than the newest record before the
-/// (k-1)-th (what the k-th round end delivered). Records of perf's own
-/// types (64 and up) are not judged. (The queue limit is not modelled:
-/// nothing here but one test comes near it.)
-fn model_holds(seq: &[(u32, u64)]) -> bool {
-    let mut newest_at_round_end = vec![0u64];
-    let mut newest = 0;
-    for &(ty, time) in seq {
-        if ty == rt::FINISHED_ROUND {
-            newest_at_round_end.push(newest);
-            continue;
-        }
-        if ty >= rt::USER_START {
-            continue;
-        }
-        let k = newest_at_round_end.len() - 1;
-        let delivered = if k >= 1 {
-            newest_at_round_end[k - 1]
-        } else {
-            0
-        };
-        if time < delivered {
-            return false;
-        }
-        newest = newest.max(time);
-    }
-    true
-}
-
-fn seq_of(recs: &[Written]) -> Vec<(u32, u64)> {
-    recs.iter().map(|r| (r.type_, r.time)).collect()
 }
 
 // ------------------------------------------------------------ parts and joins
@@ -500,48 +259,12 @@ fn assert_joins(p: &Parts, ctx: &str, rng: &mut XorShift, all3: bool, all4: bool
 
 // ------------------------------------------------------------ the files
 
-/// Two CPUs' runs per round, each run in time order, the runs out of order
-/// against each other; side-band interleaved, equal timestamps, records of
-/// a round older than the round before's newest (allowed), one exactly
-/// equal to what was delivered; FINISHED_INIT after synthesized side-band.
+/// The well-formed file of common/built.rs, with FINISHED_INIT after the
+/// synthesized side-band, as perf record writes it.
 fn well_formed() -> Vec<Ev> {
-    vec![
-        Cm { cpu: 0, time: 0 },
-        Mm { cpu: 0, time: 0 },
-        Init,
-        // Round 1: CPU 1's run, then CPU 0's.
-        S { cpu: 1, time: 110 },
-        Cm { cpu: 1, time: 120 },
-        S { cpu: 1, time: 140 },
-        D { cpu: 1, time: 150 },
-        Mm { cpu: 0, time: 130 },
-        S { cpu: 0, time: 100 },
-        S { cpu: 0, time: 130 },
-        S { cpu: 0, time: 160 },
-        Round, // delivers up to 0
-        S { cpu: 0, time: 150 },
-        S { cpu: 0, time: 200 },
-        Fk { cpu: 0, time: 200 },
-        D { cpu: 0, time: 205 },
-        S { cpu: 1, time: 155 },
-        S { cpu: 1, time: 170 },
-        S { cpu: 1, time: 210 },
-        Round, // delivers up to 160
-        S { cpu: 1, time: 160 },
-        S { cpu: 1, time: 230 },
-        Cm { cpu: 0, time: 205 },
-        S { cpu: 0, time: 205 },
-        S { cpu: 0, time: 220 },
-        Mm { cpu: 0, time: 230 },
-        S { cpu: 0, time: 230 },
-        Round, // delivers up to 210
-        S { cpu: 0, time: 240 },
-        S { cpu: 1, time: 215 },
-        Round, // delivers up to 230
-        S { cpu: 1, time: 250 },
-        S { cpu: 0, time: 245 },
-        Fk { cpu: 0, time: 245 },
-    ]
+    let mut evs = built::well_formed();
+    evs.insert(2, Init);
+    evs
 }
 
 /// The files of the join and oracle tests: (name, attrs, records, whether

@@ -1,6 +1,6 @@
 //! Helpers shared by the integration tests: the root/perf gate, temp dirs,
 //! running perf, a tiny BPF program loader, a writer-made fixture and a
-//! deterministic PRNG.
+//! deterministic PRNG; in `built`, files written record by record.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -12,6 +12,8 @@ use perfdata::{
     flags, sample_type as st, AttrEntry, BpfProgInfo, BtfBlob, EventAttr, Features, NrCpus,
     PerfFileWriter, Record, SampleId,
 };
+
+pub mod built;
 
 // ---------------------------------------------------------------- the gate
 
