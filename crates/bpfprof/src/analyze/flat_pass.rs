@@ -817,6 +817,11 @@ mod tests {
     /// A file of `n` user samples of two processes, one of which maps its
     /// binary halfway through, in rounds of 10 records.
     fn synthetic(n: u64) -> PerfFile {
+        synthetic_mapping_at(n, None)
+    }
+
+    /// The same, with the map stamped `map_time` instead of its place's.
+    fn synthetic_mapping_at(n: u64, map_time: Option<u64>) -> PerfFile {
         use perfdata::{sample_type as st, AttrEntry, EventAttr, PerfFileWriter, Sample, SampleId};
         let attr = EventAttr {
             type_: perfdata::event_type::SOFTWARE,
@@ -853,7 +858,8 @@ mod tests {
             let pid = 7 + (i % 2) as u32;
             let time = 10 + i;
             if i == n / 2 {
-                w.write(&mmap(8, b"/bin/b"), perfdata::misc::USER, &sid(8, time))
+                let t = map_time.unwrap_or(time);
+                w.write(&mmap(8, b"/bin/b"), perfdata::misc::USER, &sid(8, t))
                     .unwrap();
             }
             let s = Sample {
@@ -926,5 +932,22 @@ mod tests {
         assert!(flat.iter().any(|r| r.0 == "/bin/b"));
         assert!(flat.iter().any(|r| !r.0.starts_with("/bin")));
         assert_eq!(flat, build(true).0);
+    }
+
+    #[test]
+    fn a_file_out_of_round_order_takes_the_ordered_pass() {
+        // Stamped before rounds already delivered: perf's reader delivers
+        // it late, which no sort by time reproduces.
+        let f = synthetic_mapping_at(400, Some(5));
+        let opts = ProfileOptions {
+            merge_threads: true,
+            ..ProfileOptions::default()
+        };
+        let p = Profile::build(&f, &opts).unwrap();
+        assert!(p.ordered_pass);
+        assert_eq!(p.total.samples, 400);
+        // In order, the same map takes the flat pass.
+        let p = Profile::build(&synthetic_mapping_at(400, None), &opts).unwrap();
+        assert!(!p.ordered_pass);
     }
 }
