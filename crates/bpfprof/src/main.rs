@@ -34,6 +34,9 @@ enum Cmd {
 fn main() {
     bpfprof::capture::sys::default_sigpipe();
     let cli = Cli::parse();
+    if matches!(cli.cmd, Cmd::Report(_) | Cmd::Annotate(_)) {
+        bpfprof::capture::sys::keep_big_blocks_in_heap();
+    }
     let r = match &cli.cmd {
         Cmd::Report(a) => report_cmd::run(a).map(|_| 0),
         Cmd::Annotate(a) => annotate_cmd::run(a).map(|_| 0),

@@ -427,6 +427,24 @@ pub fn default_sigpipe() {
     }
 }
 
+/// Have glibc's malloc serve big blocks from its heap rather than from a
+/// fresh mmap each. A report allocates and frees tables of megabytes over
+/// and over; with glibc's default each one is mapped, faulted in page by
+/// page and unmapped again: a quarter of the reporting thread's time on a
+/// big file went to page faults and unmapping. With the heap, freed blocks
+/// are reused. Measured on the 105 MB benchmark file (two A/B runs of 8):
+/// flat report CPU -6%, wall -4%, peak RSS +2-9 MB; with call graphs CPU
+/// -2.5%, wall unchanged, peak RSS +25 MB (178 MB, perf: 334). A no-op
+/// elsewhere than glibc.
+pub fn keep_big_blocks_in_heap() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt only sets a malloc parameter; it runs before any
+    // other thread exists, and a refusal (0) leaves the default.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 20);
+    }
+}
+
 /// Whether a stop signal arrived, and which.
 pub fn stop_requested() -> Option<i32> {
     STOP.load(Ordering::SeqCst)
