@@ -36,6 +36,8 @@ pub mod record_type {
     pub const THREAD_MAP: u32 = 73;
     pub const CPU_MAP: u32 = 74;
     pub const COMPRESSED: u32 = 81;
+    /// perf >= 6.16: a u64 size before the payload.
+    pub const COMPRESSED2: u32 = 83;
     pub const FINISHED_INIT: u32 = 82;
 }
 

@@ -150,7 +150,7 @@ impl<'f> Records<'f> {
             };
             let h = Header::parse(raw).expect("read_raw reads whole headers");
             match h.type_ {
-                rt::COMPRESSED | COMPRESSED2 => {
+                rt::COMPRESSED | rt::COMPRESSED2 => {
                     let Loc::File { offset, len } = loc else {
                         return Err(named(
                             Error::parse(0, "a COMPRESSED record inside compressed data"),
@@ -331,7 +331,7 @@ impl<'f> Records<'f> {
     /// small frame that inflates to gigabytes costs no more memory than
     /// a record.
     fn inflate_record(&mut self, ty: u32, record: &[u8], offset: u64) -> Result<()> {
-        let payload = if ty == COMPRESSED2 {
+        let payload = if ty == rt::COMPRESSED2 {
             let mut c = Cursor::new(&record[8..], offset + 8);
             let n = c.u64("COMPRESSED2.data_size")?;
             let avail = c.remaining() as u64;
@@ -479,6 +479,3 @@ fn named(e: Error, path: &Option<PathBuf>) -> Error {
         None => e,
     }
 }
-
-/// PERF_RECORD_COMPRESSED2 (perf >= 6.16): a u64 size before the payload.
-const COMPRESSED2: u32 = 83;

@@ -318,6 +318,17 @@ pub fn note(ch: &mut Changes, ev: &Event) {
     }
 }
 
+/// The (thread, process) a sample's row and location depend on. Merging
+/// threads, a location depends on the process, not the thread, and a
+/// kernel one on neither (only on the BPF symbol events): `u32::MAX`.
+pub fn owner(merge_threads: bool, kernel: bool, tid: u32, pid: u32) -> (u32, u32) {
+    match (merge_threads, kernel) {
+        (false, _) => (tid, pid),
+        (true, false) => (pid, pid),
+        (true, true) => (u32::MAX, u32::MAX),
+    }
+}
+
 pub fn is_kernel_mode(misc_bits: u16, ip: u64) -> bool {
     use perfdata::misc;
     match misc_bits & misc::CPUMODE_MASK {

@@ -20,7 +20,7 @@ use std::sync::mpsc::{channel, Sender};
 use perfdata::{record_type as rt, PerfFile, RawRecord, Record, RoundOrder};
 use rustc_hash::FxHashMap;
 
-use super::events::{change_of, is_kernel_mode, side_event, Change, Event};
+use super::events::{change_of, is_kernel_mode, owner, side_event, Change, Event};
 use super::profile::{Counts, LocRows, Pass, Profile, ProfileOptions};
 use crate::progress::Progress;
 use crate::symbolize::{DsoId, Loc};
@@ -248,7 +248,7 @@ fn read_piece<'f>(
         let r = r.ok()?;
         match r.header.type_ {
             rt::SAMPLE => {}
-            rt::COMPRESSED | COMPRESSED2 => return None,
+            rt::COMPRESSED | rt::COMPRESSED2 => return None,
             t if t >= rt::USER_START => continue,
             _ => {
                 side.push(r);
@@ -264,13 +264,7 @@ fn read_piece<'f>(
             continue;
         }
         let kernel = is_kernel_mode(r.header.misc, s.ip);
-        // As in the ordered pass: merging threads, a user location depends
-        // on the process, a kernel one on neither.
-        let (tid, pid) = match (merge, kernel) {
-            (false, _) => (s.tid, s.pid),
-            (true, false) => (s.pid, s.pid),
-            (true, true) => (u32::MAX, u32::MAX),
-        };
+        let (tid, pid) = owner(merge, kernel, s.tid, s.pid);
         let period = s.period.max(1);
         totals.total.add(period);
         totals.first_time = totals.first_time.min(s.time);
@@ -297,9 +291,6 @@ fn read_piece<'f>(
         totals,
     })
 }
-
-/// PERF_RECORD_COMPRESSED2 (perf >= 6.16).
-const COMPRESSED2: u32 = 83;
 
 /// When each process, and the BPF symbols, changed, numbered as
 /// [`super::memo::Changes`] numbers the changes in the ordered replay.

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use perfdata::{BpfProgInfo, PerfFile};
 
 use super::early_frames::{EarlyFrames, LocKey};
-use super::events::{is_kernel_mode, note, Event, MmapEvent};
+use super::events::{is_kernel_mode, note, owner, Event, MmapEvent};
 use super::memo::{Changes, RowCache, SampleKey};
 use super::raw_stacks::NodeKind;
 use rustc_hash::FxHashMap;
@@ -341,14 +341,7 @@ impl Profile {
                                 continue;
                             }
                             let kernel = is_kernel_mode(misc, ip);
-                            // Merging threads, a location depends on the
-                            // process, not the thread, and a kernel one on
-                            // neither (only on the BPF symbol events).
-                            let (ctid, cpid) = match (opts.merge_threads, kernel) {
-                                (false, _) => (tid, pid),
-                                (true, false) => (pid, pid),
-                                (true, true) => (u32::MAX, u32::MAX),
-                            };
+                            let (ctid, cpid) = owner(opts.merge_threads, kernel, tid, pid);
                             let key = SampleKey {
                                 tid: ctid,
                                 pid: cpid,
