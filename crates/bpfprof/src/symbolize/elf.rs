@@ -223,6 +223,12 @@ fn read<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<Par
         })
         .unwrap_or(0..0);
     let strings = &data[strtab.clone()];
+    let sections = file.elf_section_table();
+    let executable = |shndx: u16| {
+        sections
+            .section(object::SectionIndex(shndx.into()))
+            .is_ok_and(|h| h.sh_flags(endian).into() & u64::from(elf::SHF_EXECINSTR) != 0)
+    };
     let mut cands = Vec::new();
     for (i, s) in table.symbols().iter().enumerate().skip(1) {
         let shndx = s.st_shndx(endian);
@@ -231,9 +237,15 @@ fn read<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<Par
         let start: u64 = s.st_value(endian).into();
         let name_off = s.st_name(endian);
         // A function definition with an address and a name (an empty
-        // name is its terminating NUL).
+        // name is its terminating NUL), or, as perf takes them, a label
+        // in code (`_dl_start_user` in ld.so is one, with no size).
         let named = strings.get(name_off as usize).is_some_and(|&b| b != 0);
-        if s.st_type() != elf::STT_FUNC || !defined || start == 0 || !named {
+        let code = match s.st_type() {
+            elf::STT_FUNC => true,
+            elf::STT_NOTYPE => shndx != elf::SHN_ABS && defined && executable(shndx),
+            _ => false,
+        };
+        if !code || !defined || start == 0 || !named {
             continue;
         }
         cands.push(Candidate {
@@ -480,6 +492,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// perf takes a named label in code as a symbol (ld.so's
+    /// `_dl_start_user` has no type and no size), but not one in data.
+    #[test]
+    fn labels_in_code_are_symbols_and_labels_in_data_are_not() {
+        let Some(assembler) = testkit::tool("as") else {
+            assert!(std::env::var_os("CI").is_none(), "CI needs as (binutils)");
+            eprintln!("skipped: needs as (binutils)");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (src, obj) = (dir.path().join("l.s"), dir.path().join("l.o"));
+        let asm = ".text\n.skip 16\n.type f,@function\nf:\n.skip 16\n.size f, 16\n\
+                   lbl:\n.skip 16\n.data\n.skip 8\ndlabel:\n.quad 0\n";
+        std::fs::write(&src, asm).unwrap();
+        let ok = std::process::Command::new(assembler)
+            .arg("-o")
+            .arg(&obj)
+            .arg(&src)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "as failed");
+        let e = ElfSymbols::parse(FileBytes::Owned(std::fs::read(&obj).unwrap())).unwrap();
+        assert_eq!(
+            e.lookup(0x15).map(|(n, s)| (n.to_string(), s)),
+            Some(("f".into(), 0x10))
+        );
+        assert_eq!(
+            e.lookup(0x25).map(|(n, s)| (n.to_string(), s)),
+            Some(("lbl".into(), 0x20))
+        );
+        assert_eq!(e.lookup(0x8), None, "a data label is no symbol");
     }
 
     /// Expected values are `c++filt -p` (binutils 2.40) on this machine,
