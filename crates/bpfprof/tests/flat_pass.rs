@@ -20,11 +20,18 @@ use bpfprof::analyze::profile::Counts;
 use bpfprof::analyze::{Profile, ProfileOptions};
 use record_util::*;
 
+/// One recorder at a time: with two listening for BPF events, the kernel
+/// writes KSYMBOL records whose trailer (and so time) is another
+/// listener's (see README), which puts the file out of round order and
+/// rightly sends it to the ordered pass.
+static RECORDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Programs loaded, run and unloaded while recording.
 const PROGRAMS: u32 = 30;
 
 /// `perf record -a` with a second event, over BPF and exec churn.
 fn record_churn(out: &Path) {
+    let _one = RECORDING.lock().unwrap_or_else(|e| e.into_inner());
     let mut perf = Command::new("perf")
         .args(["record", "-a", "-F", "4999", "-e", "cpu-clock", "-e"])
         .arg("task-clock")
@@ -185,6 +192,7 @@ fn compressed_files_take_the_ordered_pass() {
     }
     let dir = tmpdir("flat-pass-z");
     let data = dir.join("perf.data");
+    let one = RECORDING.lock().unwrap_or_else(|e| e.into_inner());
     let ok = Command::new("perf")
         .args(["record", "-a", "-z", "-F", "999", "-o"])
         .arg(&data)
@@ -194,6 +202,7 @@ fn compressed_files_take_the_ordered_pass() {
         .status()
         .unwrap()
         .success();
+    drop(one);
     assert!(ok, "perf record -z");
     let (p, figs) = build(&data, false, true, false);
     assert!(p.ordered_pass);
