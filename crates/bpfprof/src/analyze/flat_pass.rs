@@ -9,7 +9,11 @@
 //! then the side band is put in time order, and both cores count the
 //! samples by (thread, address, mode, last change before the sample);
 //! last, the side band is replayed alone, and each count is settled as
-//! soon as the replay has applied the change it saw. The rows are those of
+//! soon as the replay has applied the change it saw. When threads merge
+//! (no command or pid in the report), the workers find user locations
+//! themselves in a timeline of every process's maps, and count by
+//! location: a compiler run a thousand times is then one count per
+//! address, not one per process. The rows are those of
 //! the ordered pass (a test holds the two equal), without the cost of
 //! ordering every record, which was most of the reading.
 
@@ -21,13 +25,10 @@ use perfdata::{record_type as rt, PerfFile, RawRecord, Record, RoundOrder};
 use rustc_hash::FxHashMap;
 
 use super::events::{change_of, is_kernel_mode, owner, side_event, Change, Event};
+use super::map_timeline::{At, MapTimeline};
 use super::profile::{Counts, LocRows, Pass, Profile, ProfileOptions};
 use crate::progress::Progress;
 use crate::symbolize::{DsoId, Loc};
-
-/// A record's place in time order: time, then file offset (how the time
-/// ordering reader breaks ties, which [`perfdata::RoundOrder`] checks).
-type At = (u64, u64);
 
 /// Pieces per worker, of about equal size: more than one, as a piece may
 /// hold more samples than another, and a worker may share its core with
@@ -107,13 +108,13 @@ pub(super) fn run(
         }
     }
     let history = History::of(&events);
-    let guess = Guess::of(p, &events);
+    let maps = MapTimeline::of(&events, |m| p.map_dso(m));
     let next = AtomicUsize::new(0);
     let count = |tx: Sender<Msg>| {
         let w = Worker {
             merge,
             history: &history,
-            guess: &guess,
+            maps: &maps,
             tx,
         };
         w.count(&pieces, &next)
@@ -393,42 +394,6 @@ impl Seen {
     }
 }
 
-/// Every user map each process had at some time in the recording: where a
-/// sample's binary probably is, so its symbols can load while the workers
-/// count. Only a guess (which map held an address when is known only in
-/// the replay); a wrong one costs a load, a missing one a later load.
-#[derive(Default)]
-struct Guess {
-    maps: FxHashMap<u32, Vec<(u64, u64, DsoId)>>,
-}
-
-impl Guess {
-    /// Registers each user map's shared object in time order, as the
-    /// replay would, so that ids and build ids are the same.
-    fn of(p: &mut Profile, events: &[(At, Event)]) -> Guess {
-        let mut g = Guess::default();
-        for (_, ev) in events {
-            if let Event::Mmap(m) = ev {
-                if let Some(dso) = p.map_dso(m) {
-                    let end = m.addr.saturating_add(m.len);
-                    g.maps.entry(m.pid).or_default().push((m.addr, end, dso));
-                }
-            }
-        }
-        for maps in g.maps.values_mut() {
-            maps.sort_unstable();
-        }
-        g
-    }
-
-    fn dso(&self, pid: u32, addr: u64) -> Option<DsoId> {
-        let maps = self.maps.get(&pid)?;
-        let i = maps.partition_point(|m| m.0 <= addr).checked_sub(1)?;
-        let (_, end, dso) = maps[i];
-        (addr < end).then_some(dso)
-    }
-}
-
 enum Msg {
     /// A shared object that samples probably hit.
     Dso(DsoId),
@@ -436,15 +401,24 @@ enum Msg {
     Read(u64),
 }
 
-/// Samples counted alike: same thread (or process, or none, when threads
-/// are merged), address, mode, and last change seen.
+/// Samples counted alike: same thread, address, mode and last change
+/// seen; or, when threads merge, same location wherever it could be found
+/// while counting (all but code that may be BPF).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 struct Key {
     seq: u32,
-    kernel: bool,
     pid: u32,
     tid: u32,
-    ip: u64,
+    site: Site,
+}
+
+/// Where a count's samples went: found while counting, or an address
+/// left for the replay to locate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Site {
+    Found(Loc),
+    Kernel(u64),
+    User(u64),
 }
 
 struct Tally {
@@ -512,7 +486,7 @@ impl Tally {
 struct Worker<'a> {
     merge: bool,
     history: &'a History,
-    guess: &'a Guess,
+    maps: &'a MapTimeline,
     tx: Sender<Msg>,
 }
 
@@ -537,12 +511,25 @@ impl Worker<'_> {
                     slot.counts.add(period);
                     continue;
                 }
-                // Only BPF code makes a kernel location depend on the
-                // time; the command still depends on the process.
                 let bpf = kernel && self.history.may_be_bpf(c.ip);
-                let seen = match self.merge && kernel && !bpf {
-                    true => Seen::ALWAYS,
-                    false => self.history.last(c.pid, bpf, at),
+                let (seen, site) = match (self.merge, kernel, bpf) {
+                    // Merging threads, a location is all a count needs,
+                    // and only BPF code makes a kernel one depend on the
+                    // time.
+                    (true, true, false) => (Seen::ALWAYS, Site::Found(Loc::Kernel(c.ip))),
+                    (true, false, _) => {
+                        let (loc, from, until) = self.maps.locate(c.pid, c.ip, at);
+                        (
+                            Seen {
+                                seq: 0,
+                                from,
+                                until,
+                            },
+                            Site::Found(loc),
+                        )
+                    }
+                    (_, true, _) => (self.history.last(c.pid, bpf, at), Site::Kernel(c.ip)),
+                    (false, false, _) => (self.history.last(c.pid, false, at), Site::User(c.ip)),
                 };
                 let new = Slot {
                     ip: c.ip,
@@ -550,6 +537,7 @@ impl Worker<'_> {
                     tid: c.tid,
                     kernel,
                     seen,
+                    site,
                     counts: Counts { samples: 1, period },
                 };
                 let old = std::mem::replace(slot, new);
@@ -572,21 +560,27 @@ impl Worker<'_> {
         if slot.counts.samples == 0 {
             return;
         }
+        // Counts by location stand for every thread and process.
+        let (pid, tid) = match slot.site {
+            Site::Found(_) => (0, 0),
+            _ => (slot.pid, slot.tid),
+        };
         let key = Key {
             seq: slot.seen.seq,
-            kernel: slot.kernel,
-            pid: slot.pid,
-            tid: slot.tid,
-            ip: slot.ip,
+            pid,
+            tid,
+            site: slot.site,
         };
         match counts.entry(key) {
             Entry::Occupied(e) => e.into_mut().merge(slot.counts),
             Entry::Vacant(e) => {
                 e.insert(slot.counts);
-                if slot.kernel {
-                    return;
-                }
-                if let Some(dso) = self.guess.dso(slot.pid, slot.ip) {
+                let dso = match slot.site {
+                    Site::Found(Loc::User(dso, _)) => Some(dso),
+                    Site::User(ip) => self.maps.any_dso(slot.pid, ip),
+                    _ => None,
+                };
+                if let Some(dso) = dso {
                     let i = dso as usize;
                     if sent.len() <= i {
                         sent.resize(i + 1, false);
@@ -614,6 +608,7 @@ struct Slot {
     tid: u32,
     kernel: bool,
     seen: Seen,
+    site: Site,
     /// Empty while 0 samples.
     counts: Counts,
 }
@@ -624,6 +619,7 @@ const EMPTY: Slot = Slot {
     tid: 0,
     kernel: false,
     seen: Seen::ALWAYS,
+    site: Site::User(0),
     counts: Counts {
         samples: 0,
         period: 0,
@@ -657,7 +653,20 @@ fn replay(
     let mut next = counts.iter().peekable();
     let mut settle = |p: &mut Profile, seq: u32| {
         while let Some((k, c)) = next.next_if(|(k, _)| k.seq <= seq) {
-            p.settle(&mut rows, opts, (k.pid, k.tid, k.ip, k.kernel), *c);
+            match k.site {
+                // Each location once, and none that a BPF event could
+                // change: no other count lands on its row.
+                Site::Found(loc) if opts.merge_threads => rows.push_unique((0, 0, 0, loc), *c),
+                Site::Found(loc) => {
+                    p.count_at(&mut rows, opts, (k.pid, k.tid, 0), loc, *c);
+                }
+                Site::Kernel(ip) => {
+                    p.settle(&mut rows, opts, (k.pid, k.tid, ip, true), *c);
+                }
+                Site::User(ip) => {
+                    p.settle(&mut rows, opts, (k.pid, k.tid, ip, false), *c);
+                }
+            }
         }
     };
     settle(p, 0);
@@ -760,10 +769,9 @@ mod tests {
     fn tallies_merge_sorted_and_add_equal_keys() {
         let key = |seq, ip| Key {
             seq,
-            kernel: false,
             pid: 1,
             tid: 1,
-            ip,
+            site: Site::User(ip),
         };
         let c = |n| Counts {
             samples: n,

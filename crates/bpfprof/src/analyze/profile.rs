@@ -78,6 +78,14 @@ pub(super) struct LocRows {
     pub rows: Vec<(LocKey, Counts)>,
 }
 
+impl LocRows {
+    /// Count on a new row whose key no other row has or will have, without
+    /// the index: the flat pass's rows by location are unique by making.
+    pub fn push_unique(&mut self, key: LocKey, c: Counts) {
+        self.rows.push((key, c));
+    }
+}
+
 /// What a pass over the records leaves for resolving.
 #[derive(Default)]
 pub(super) struct Pass {
@@ -440,6 +448,20 @@ impl Profile {
         c: Counts,
     ) -> (u32, Loc) {
         let loc = self.sym.locate(pid, ip, kernel);
+        let row = self.count_at(rows, opts, (pid, tid, ip), loc, c);
+        (row, loc)
+    }
+
+    /// Count a sample (or like samples) at the address `ip` on the row of
+    /// its location `loc`, already settled; its row.
+    pub(super) fn count_at(
+        &mut self,
+        rows: &mut LocRows,
+        opts: &ProfileOptions,
+        (pid, tid, ip): (u32, u32, u64),
+        loc: Loc,
+        c: Counts,
+    ) -> u32 {
         let lkey = match opts.merge_threads {
             true => (0, 0, 0, loc),
             false => (self.sym.threads.comm_of(tid), pid, tid, loc),
@@ -456,7 +478,7 @@ impl Profile {
                 self.bpf_hits.entry((b, off)).or_default().merge(c);
             }
         }
-        (row, loc)
+        row
     }
 
     /// Resolve the rows and stacks a pass left, once every symbol source

@@ -128,6 +128,11 @@ impl Threads {
         p.maps = out;
     }
 
+    /// A process's maps now, in address order.
+    pub fn maps_of(&self, pid: u32) -> &[Map] {
+        self.processes.get(&pid).map_or(&[], |p| &p.maps)
+    }
+
     pub fn find_map(&self, pid: u32, addr: u64) -> Option<Map> {
         let p = self.processes.get(&pid)?;
         let i = p.maps.partition_point(|m| m.start <= addr).checked_sub(1)?;

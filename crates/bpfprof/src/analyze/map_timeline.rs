@@ -1,0 +1,325 @@
+//! Every user mapping of every process, with the times between which it
+//! held: where a user address was at any time, without a replay.
+//!
+//! Built by replaying the side band through a [`Threads`] of its own (the
+//! same rules as the replay's: a map replaces what it overlaps, a new
+//! process starts with its parent's maps) and noting, after each event,
+//! which maps of the process it touched came and went. So a worker
+//! counting samples can say where a user sample went when threads merge,
+//! and count by location rather than by process and time.
+
+use rustc_hash::FxHashMap;
+
+use super::events::{Event, MmapEvent};
+use crate::symbolize::{DsoId, Loc, Map, Threads};
+
+/// A record's place in time order: time, then file offset (how the time
+/// ordering reader breaks ties, which [`perfdata::RoundOrder`] checks).
+pub(super) type At = (u64, u64);
+
+/// A map and the records after which and before which it held.
+#[derive(Debug, Clone, Copy)]
+struct Piece {
+    map: Map,
+    from: At,
+    until: At,
+}
+
+/// One process's pieces, sorted by start, and for each the largest end
+/// up to it (so a lookup knows when no earlier piece can cover it).
+#[derive(Debug, Default)]
+struct Pieces {
+    pieces: Vec<Piece>,
+    max_end: Vec<u64>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct MapTimeline {
+    processes: FxHashMap<u32, Pieces>,
+}
+
+const NEVER: At = (u64::MAX, u64::MAX);
+
+impl MapTimeline {
+    /// The timeline of the side band `events`, in time order. `dso_of`
+    /// names a user map's shared object (`None` for kernel maps): called in
+    /// time order, as the replay does, so that ids come out the same.
+    pub(super) fn of(
+        events: &[(At, Event)],
+        mut dso_of: impl FnMut(&MmapEvent) -> Option<DsoId>,
+    ) -> MapTimeline {
+        let mut threads = Threads::default();
+        // Each process's maps now, with the record after which each held.
+        let mut open: FxHashMap<u32, Vec<Piece>> = FxHashMap::default();
+        let mut closed: FxHashMap<u32, Vec<Piece>> = FxHashMap::default();
+        for &(at, ref ev) in events {
+            let pid = match *ev {
+                Event::Mmap(ref m) => match dso_of(m) {
+                    Some(dso) => {
+                        let map = Map {
+                            start: m.addr,
+                            end: m.addr.saturating_add(m.len),
+                            pgoff: m.pgoff,
+                            dso,
+                        };
+                        threads.mmap(m.pid, map);
+                        m.pid
+                    }
+                    None => continue,
+                },
+                // A new thread shares its process's maps.
+                Event::Fork {
+                    pid,
+                    ppid,
+                    tid,
+                    ptid,
+                } if pid != ppid => {
+                    threads.fork(pid, ppid, tid, ptid);
+                    pid
+                }
+                _ => continue,
+            };
+            // Both in address order, without overlaps: one walk finds what
+            // went and what came.
+            let now = threads.maps_of(pid);
+            let before = open.entry(pid).or_default();
+            let ended = closed.entry(pid).or_default();
+            let mut next = Vec::with_capacity(now.len());
+            let mut old = before.drain(..).peekable();
+            for m in now {
+                while let Some(x) = old.next_if(|x| {
+                    x.map.start < m.start || (x.map.start == m.start && !same(&x.map, m))
+                }) {
+                    ended.push(Piece { until: at, ..x });
+                }
+                next.push(match old.next_if(|x| same(&x.map, m)) {
+                    Some(x) => x,
+                    None => Piece {
+                        map: *m,
+                        from: at,
+                        until: NEVER,
+                    },
+                });
+            }
+            ended.extend(old.map(|x| Piece { until: at, ..x }));
+            *before = next;
+        }
+        for (pid, still) in open {
+            closed.entry(pid).or_default().extend(still);
+        }
+        let processes = closed
+            .into_iter()
+            .map(|(pid, mut pieces)| {
+                pieces.sort_unstable_by_key(|x| (x.map.start, x.from));
+                let mut max_end = Vec::with_capacity(pieces.len());
+                let mut m = 0;
+                for x in &pieces {
+                    m = x.map.end.max(m);
+                    max_end.push(m);
+                }
+                (pid, Pieces { pieces, max_end })
+            })
+            .collect();
+        MapTimeline { processes }
+    }
+
+    /// Where a user address of `pid` was at `at`, as the replay's
+    /// [`crate::symbolize::Symbolizer::locate`] finds it, and the records
+    /// after which and before which that answer holds.
+    pub(super) fn locate(&self, pid: u32, addr: u64, at: At) -> (Loc, At, At) {
+        let (mut from, mut until) = ((0, 0), NEVER);
+        let Some(p) = self.processes.get(&pid) else {
+            return (Loc::Unknown(addr), from, until);
+        };
+        for x in p.covering(addr) {
+            if x.from < at && at < x.until {
+                let m = x.map;
+                return (Loc::User(m.dso, addr - m.start + m.pgoff), x.from, x.until);
+            }
+            // No map held it at `at`: the answer holds between the maps
+            // that held it before and after.
+            if x.until < at {
+                from = from.max(x.until);
+            } else {
+                until = until.min(x.from);
+            }
+        }
+        (Loc::Unknown(addr), from, until)
+    }
+
+    /// The shared object some map of `pid` held `addr` in at some time.
+    pub(super) fn any_dso(&self, pid: u32, addr: u64) -> Option<DsoId> {
+        let p = self.processes.get(&pid)?;
+        let x = p.covering(addr).next()?;
+        Some(x.map.dso)
+    }
+}
+
+impl Pieces {
+    /// The pieces that cover `addr`, at whatever time.
+    fn covering(&self, addr: u64) -> impl Iterator<Item = &Piece> {
+        let i = self.pieces.partition_point(|x| x.map.start <= addr);
+        (0..i)
+            .rev()
+            .take_while(move |&j| self.max_end[j] > addr)
+            .map(move |j| &self.pieces[j])
+            .filter(move |x| addr < x.map.end)
+    }
+}
+
+fn same(a: &Map, b: &Map) -> bool {
+    a.start == b.start && a.end == b.end && a.pgoff == b.pgoff && a.dso == b.dso
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mmap(pid: u32, addr: u64, len: u64, pgoff: u64, name: &str) -> Event {
+        Event::Mmap(Box::new(MmapEvent {
+            pid,
+            addr,
+            len,
+            pgoff,
+            name: name.into(),
+            build_id: None,
+        }))
+    }
+
+    fn fork(pid: u32, ppid: u32) -> Event {
+        Event::Fork {
+            pid,
+            ppid,
+            tid: pid,
+            ptid: ppid,
+        }
+    }
+
+    /// Shared objects numbered by name, as the replay would number them.
+    fn dso_of(m: &MmapEvent) -> Option<DsoId> {
+        m.name.strip_prefix("/lib").and_then(|n| n.parse().ok())
+    }
+
+    /// The oracle: the replay's own rules. Where each of `addrs` of each
+    /// of `pids` was at each of `times` (ascending).
+    fn replayed(
+        events: &[(At, Event)],
+        pids: &[u32],
+        addrs: &[u64],
+        times: &[At],
+    ) -> Vec<Vec<Vec<Loc>>> {
+        let mut t = Threads::default();
+        let mut next = events.iter().peekable();
+        let mut out = Vec::new();
+        for &at in times {
+            while let Some((_, ev)) = next.next_if(|(when, _)| *when < at) {
+                match ev {
+                    Event::Mmap(m) => {
+                        if let Some(dso) = dso_of(m) {
+                            let map = Map {
+                                start: m.addr,
+                                end: m.addr + m.len,
+                                pgoff: m.pgoff,
+                                dso,
+                            };
+                            t.mmap(m.pid, map);
+                        }
+                    }
+                    &Event::Fork {
+                        pid,
+                        ppid,
+                        tid,
+                        ptid,
+                    } => t.fork(pid, ppid, tid, ptid),
+                    _ => {}
+                }
+            }
+            let locate = |pid, addr| match t.find_map(pid, addr) {
+                Some(m) => Loc::User(m.dso, addr - m.start + m.pgoff),
+                None => Loc::Unknown(addr),
+            };
+            out.push(
+                pids.iter()
+                    .map(|&pid| addrs.iter().map(|&a| locate(pid, a)).collect())
+                    .collect(),
+            );
+        }
+        out
+    }
+
+    /// A small deterministic generator, so that a failure repeats.
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    #[test]
+    fn answers_as_the_replay_would_at_every_time() {
+        for seed in 1..200u64 {
+            let mut rng = Rng(seed * 0x9e37_79b9_7f4a_7c15);
+            let mut events = Vec::new();
+            let mut pids = vec![1u32];
+            for i in 0..30u64 {
+                let at = (10 * (i + 1), i);
+                let ev = match rng.below(5) {
+                    0 => {
+                        let child = 100 + i as u32;
+                        let parent = pids[rng.below(pids.len() as u64) as usize];
+                        pids.push(child);
+                        fork(child, parent)
+                    }
+                    1 => fork(pids[0], pids[0]),
+                    _ => {
+                        let pid = pids[rng.below(pids.len() as u64) as usize];
+                        let addr = 0x1000 * rng.below(16);
+                        let len = 0x1000 * (1 + rng.below(6));
+                        let name = format!("/lib{}", rng.below(4));
+                        mmap(pid, addr, len, 0x1000 * rng.below(3), &name)
+                    }
+                };
+                events.push((at, ev));
+            }
+            let timeline = MapTimeline::of(&events, dso_of);
+            let times: Vec<At> = (0..33u64).map(|t| (10 * t + 5, 0)).collect();
+            let addrs: Vec<u64> = (0..0x16000).step_by(0x800).collect();
+            let want = replayed(&events, &pids, &addrs, &times);
+            for (p, &pid) in pids.iter().enumerate() {
+                for (a, &addr) in addrs.iter().enumerate() {
+                    for (i, &at) in times.iter().enumerate() {
+                        let (loc, from, until) = timeline.locate(pid, addr, at);
+                        let case = format!("seed {seed} pid {pid} addr {addr:#x} at {at:?}");
+                        assert_eq!(loc, want[i][p][a], "{case}");
+                        assert!(from < at && at < until, "{case}");
+                        // The answer holds wherever it says it does.
+                        for (j, &other) in times.iter().enumerate() {
+                            if from < other && other < until {
+                                assert_eq!(loc, want[j][p][a], "{case}: window to {other:?}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_child_keeps_the_maps_its_parent_had_when_it_forked() {
+        let events = vec![
+            ((10, 0), mmap(1, 0x1000, 0x1000, 0, "/lib1")),
+            ((20, 0), fork(2, 1)),
+            ((30, 0), mmap(1, 0x1000, 0x1000, 0, "/lib2")),
+        ];
+        let t = MapTimeline::of(&events, dso_of);
+        assert_eq!(t.locate(2, 0x1800, (40, 0)).0, Loc::User(1, 0x800));
+        assert_eq!(t.locate(1, 0x1800, (40, 0)).0, Loc::User(2, 0x800));
+        assert_eq!(t.locate(1, 0x1800, (25, 0)).0, Loc::User(1, 0x800));
+        // Before the fork the child had no maps.
+        let (loc, from, until) = t.locate(2, 0x1800, (15, 0));
+        assert_eq!((loc, from, until), (Loc::Unknown(0x1800), (0, 0), (20, 0)));
+    }
+}
