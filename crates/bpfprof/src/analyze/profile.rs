@@ -15,7 +15,7 @@ use super::raw_stacks::NodeKind;
 use rustc_hash::FxHashMap;
 
 use crate::symbolize::Map;
-use crate::symbolize::{BpfSymbols, CommId, DsoKind, Frame, Loc, Symbolizer};
+use crate::symbolize::{BpfSymbols, CommId, DsoId, DsoKind, Frame, Loc, Symbolizer};
 
 /// How a sample is keyed before any `--sort` is applied: the finest
 /// grouping a report can ask for. Built with
@@ -515,6 +515,25 @@ impl Profile {
         let mut last: Option<(Loc, Frame)> = None;
         // Each location row's key, by row: chains refer to rows.
         let mut row_keys: Vec<Option<RowKey>> = vec![None; loc_rows.len()];
+        // The user functions of the rows resolved below, looked up first
+        // on every core: the lookups only read.
+        let users: Vec<(DsoId, u64)> = match opts.callchains {
+            true => Vec::new(),
+            false => {
+                let mut prev = None;
+                let fresh = |&(loc, r): &(Loc, u32)| {
+                    let fresh = early.row(r as usize).is_none() && prev != Some(loc);
+                    prev = Some(loc);
+                    match loc {
+                        Loc::User(dso, rel) if fresh => Some((dso, rel)),
+                        _ => None,
+                    }
+                };
+                order.iter().filter_map(fresh).collect()
+            }
+        };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+        let mut user_frames = p.sym.resolve_users(&users, cores).into_iter();
         for &(loc, r) in &order {
             let ((comm, pid, tid, _), c) = loc_rows[r as usize];
             let frame = match (early.row(r as usize), last) {
@@ -522,7 +541,10 @@ impl Profile {
                 (None, Some((l, f))) if l == loc => f,
                 // Stacks ask again for the locations they hold.
                 _ if opts.callchains => p.sym.frame(loc),
-                _ => p.sym.resolve(loc),
+                _ => match loc {
+                    Loc::User(..) => user_frames.next().unwrap_or_else(|| p.sym.resolve(loc)),
+                    _ => p.sym.resolve(loc),
+                },
             };
             last = Some((loc, frame));
             let key = RowKey {

@@ -12,6 +12,7 @@ mod kallsyms_cache;
 pub mod kcore;
 mod loader;
 mod threads;
+mod user_syms;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -206,19 +207,40 @@ impl Symbolizer {
         if let Some(&id) = self.sym_index.get(&key) {
             return id;
         }
-        let id = self.syms.len() as SymId;
-        let group = match bpf {
-            Some(_) => *self.bpf_groups.entry(dso).or_insert(id),
-            None => id,
-        };
-        self.syms.push(Sym {
+        let sym = Sym {
             name: name.to_string(),
             dso,
             resolved,
             start,
             bpf,
-            group,
-        });
+            group: 0,
+        };
+        self.push_sym(key, sym)
+    }
+
+    /// [`Self::sym_id`] of a symbol that is not BPF's, taking its name.
+    fn intern(&mut self, dso: DsoId, name: String, resolved: bool, start: u64) -> SymId {
+        if let Some(&id) = self.sym_index.get(&(dso, start)) {
+            return id;
+        }
+        let sym = Sym {
+            name,
+            dso,
+            resolved,
+            start,
+            bpf: None,
+            group: 0,
+        };
+        self.push_sym((dso, start), sym)
+    }
+
+    fn push_sym(&mut self, key: (DsoId, u64), mut sym: Sym) -> SymId {
+        let id = self.syms.len() as SymId;
+        sym.group = match sym.bpf {
+            Some(_) => *self.bpf_groups.entry(sym.dso).or_insert(id),
+            None => id,
+        };
+        self.syms.push(sym);
         self.sym_index.insert(key, id);
         id
     }
@@ -327,30 +349,14 @@ impl Symbolizer {
     }
 
     fn user_frame(&mut self, dso: DsoId, rel: u64) -> Frame {
-        let vaddr = self.elf(dso).and_then(|e| e.offset_to_vaddr(rel));
-        if let (Some(v), Some((d, start, end, f))) = (vaddr, self.last_user) {
-            if d == dso && start <= v && v < end {
-                return f;
-            }
+        let mut last = self.last_user.map(|(d, start, end, _)| (d, start, end));
+        let u = self.user_lookup().find(dso, rel, &mut last);
+        let in_function = !matches!(u, user_syms::UserSym::Address { .. });
+        let prev = self.last_user.map_or(Frame { dso, sym: 0 }, |l| l.3);
+        let f = self.intern_user(dso, u, prev);
+        if let (true, Some((d, start, end))) = (in_function, last) {
+            self.last_user = Some((d, start, end, f));
         }
-        let found = vaddr.and_then(|v| self.elf(dso)?.lookup_range(v));
-        let Some((start, end)) = found else {
-            let sym = self.sym_id(dso, &format!("{rel:#018x}"), false, rel, None);
-            return Frame { dso, sym };
-        };
-        // Demangle only the first time a symbol is hit.
-        let sym = match self.sym_index.get(&(dso, start)) {
-            Some(&id) => id,
-            None => {
-                let name = self
-                    .elf(dso)
-                    .and_then(|e| e.lookup(start))
-                    .map(|(n, _)| elf::demangle(&n));
-                self.sym_id(dso, &name.unwrap_or_default(), true, start, None)
-            }
-        };
-        let f = Frame { dso, sym };
-        self.last_user = Some((dso, start, end, f));
         f
     }
 
@@ -416,18 +422,11 @@ impl Symbolizer {
     /// The ELF symbols of a user DSO: prefetched during the replay, or
     /// read now.
     pub fn elf(&self, dso: DsoId) -> Option<&ElfSymbols> {
-        let d = &self.dsos[dso as usize];
-        d.elf
-            .get_or_init(|| loader::load_elf(&self.path_of(dso), d.kind, d.build_id.as_deref()))
-            .as_ref()
+        self.user_lookup().elf(dso)
     }
 
     /// Where a user DSO's file is read from.
     pub fn path_of(&self, dso: DsoId) -> PathBuf {
-        let name = &self.dsos[dso as usize].name;
-        match &self.symfs {
-            Some(root) => root.join(name.trim_start_matches('/')),
-            None => PathBuf::from(name),
-        }
+        user_syms::path_in(self.symfs.as_deref(), &self.dsos[dso as usize].name)
     }
 }

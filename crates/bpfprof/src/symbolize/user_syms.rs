@@ -1,0 +1,146 @@
+//! User locations to functions without changing the symbolizer: the
+//! lookup (symbol tables, demangling) is most of the cost of resolving a
+//! big flat profile, and apart from interning it only reads, so many
+//! locations can be looked up on several cores, then interned in order.
+
+use std::path::{Path, PathBuf};
+
+use rustc_hash::FxHashMap;
+
+use super::elf::{self, ElfSymbols};
+use super::{loader, Dso, DsoId, Frame, SymId, Symbolizer};
+
+/// What a user location's function is.
+pub(super) enum UserSym {
+    /// The function found for the location looked up just before.
+    Same,
+    /// A function already interned.
+    Known { sym: SymId },
+    /// A function not interned yet, with its demangled name.
+    New { start: u64, name: String },
+    /// No function: named by its file offset.
+    Address { rel: u64, name: String },
+}
+
+/// What a lookup reads: the shared objects (whose symbols load on first
+/// use), and the symbols interned so far.
+pub(super) struct UserLookup<'a> {
+    pub dsos: &'a [Dso],
+    pub symfs: Option<&'a Path>,
+    pub known: &'a FxHashMap<(DsoId, u64), SymId>,
+}
+
+/// The function last found: (shared object, [start, end) in its virtual
+/// addresses).
+pub(super) type Last = Option<(DsoId, u64, u64)>;
+
+impl<'a> UserLookup<'a> {
+    pub fn elf(&self, dso: DsoId) -> Option<&'a ElfSymbols> {
+        let d = &self.dsos[dso as usize];
+        d.elf
+            .get_or_init(|| {
+                let path = path_in(self.symfs, &d.name);
+                loader::load_elf(&path, d.kind, d.build_id.as_deref())
+            })
+            .as_ref()
+    }
+
+    /// The function of the file offset `rel` of `dso`; `last` is the one
+    /// found before, and becomes this one.
+    pub fn find(&self, dso: DsoId, rel: u64, last: &mut Last) -> UserSym {
+        let elf = self.elf(dso);
+        let vaddr = elf.and_then(|e| e.offset_to_vaddr(rel));
+        if let (Some(v), Some((d, start, end))) = (vaddr, *last) {
+            if d == dso && start <= v && v < end {
+                return UserSym::Same;
+            }
+        }
+        let found = vaddr.and_then(|v| elf?.lookup_range(v));
+        let Some((start, end)) = found else {
+            let name = format!("{rel:#018x}");
+            return UserSym::Address { rel, name };
+        };
+        *last = Some((dso, start, end));
+        // Demangle only the first time a function is hit.
+        if let Some(&sym) = self.known.get(&(dso, start)) {
+            return UserSym::Known { sym };
+        }
+        let name = elf
+            .and_then(|e| e.lookup(start))
+            .map(|(n, _)| elf::demangle(&n))
+            .unwrap_or_default();
+        UserSym::New { start, name }
+    }
+
+    /// [`Self::find`] for each location, in order.
+    fn find_all(&self, locs: &[(DsoId, u64)]) -> Vec<UserSym> {
+        let mut last = None;
+        locs.iter()
+            .map(|&(dso, rel)| self.find(dso, rel, &mut last))
+            .collect()
+    }
+}
+
+/// Where a shared object's file is read from, under `--symfs` if given.
+pub(super) fn path_in(symfs: Option<&Path>, name: &str) -> PathBuf {
+    match symfs {
+        Some(root) => root.join(name.trim_start_matches('/')),
+        None => PathBuf::from(name),
+    }
+}
+
+/// Fewer locations than this are looked up on one core: a thread costs
+/// more than it saves.
+const MIN_PER_CORE: usize = 4096;
+
+impl Symbolizer {
+    pub(super) fn user_lookup(&self) -> UserLookup<'_> {
+        UserLookup {
+            dsos: &self.dsos,
+            symfs: self.symfs.as_deref(),
+            known: &self.sym_index,
+        }
+    }
+
+    /// The frames of user locations (shared object, file offset), as
+    /// [`Symbolizer::resolve`] gives them one by one: looked up on up to
+    /// `cores` cores, then interned in order. In address order, each core
+    /// walks its part of the symbol tables forward.
+    pub fn resolve_users(&mut self, locs: &[(DsoId, u64)], cores: usize) -> Vec<Frame> {
+        let per_core = locs.len().div_ceil(cores.max(1)).max(MIN_PER_CORE);
+        let lookup = self.user_lookup();
+        let found: Vec<Vec<UserSym>> = std::thread::scope(|s| {
+            let lookup = &lookup;
+            let mut parts = locs.chunks(per_core);
+            let first = parts.next().unwrap_or_default();
+            let others: Vec<_> = parts.map(|c| s.spawn(move || lookup.find_all(c))).collect();
+            let mut found = vec![lookup.find_all(first)];
+            for h in others {
+                found.push(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+            }
+            found
+        });
+        let mut frames: Vec<Frame> = Vec::with_capacity(locs.len());
+        for (&(dso, _), u) in locs.iter().zip(found.into_iter().flatten()) {
+            // Each part starts with a lookup of its own, never `Same`.
+            let f = match frames.last() {
+                Some(&prev) => self.intern_user(dso, u, prev),
+                None => self.intern_user(dso, u, Frame { dso, sym: 0 }),
+            };
+            frames.push(f);
+        }
+        frames
+    }
+
+    /// The frame of what [`UserLookup::find`] found; `prev` is the frame of
+    /// the location looked up before it.
+    pub(super) fn intern_user(&mut self, dso: DsoId, u: UserSym, prev: Frame) -> Frame {
+        let sym = match u {
+            UserSym::Same => return prev,
+            UserSym::Known { sym, .. } => sym,
+            UserSym::New { start, name, .. } => self.intern(dso, name, true, start),
+            UserSym::Address { rel, name } => self.intern(dso, name, false, rel),
+        };
+        Frame { dso, sym }
+    }
+}
