@@ -21,7 +21,7 @@ use std::collections::hash_map::Entry;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
 
-use perfdata::{record_type as rt, PerfFile, RawRecord, Record, RoundOrder};
+use perfdata::{record_type as rt, PerfFile, Record, RoundOrder};
 use rustc_hash::FxHashMap;
 
 use super::events::{change_of, is_kernel_mode, owner, side_event, Change, Event};
@@ -89,7 +89,7 @@ pub(super) fn run(
     }
     // A piece that did not read to its end exactly (its start was no
     // record's) or did not decode leaves the file to the ordered pass.
-    let pieces: Vec<Piece> = pieces.into_iter().collect::<Option<_>>()?;
+    let mut pieces: Vec<Piece> = pieces.into_iter().collect::<Option<_>>()?;
     let mut order = pieces[0].order.clone();
     for piece in &pieces[1..] {
         order.then(&piece.order);
@@ -97,16 +97,14 @@ pub(super) fn run(
     if !order.holds() {
         return None;
     }
-    let mut side: Vec<RawRecord> = pieces.iter().flat_map(|x| x.side.iter().copied()).collect();
-    // Stable: equal times stay in file order.
-    side.sort_by_key(|r| r.time);
-    let mut events = Vec::with_capacity(side.len());
-    for r in &side {
-        let (_, record, sid) = file.parse(r).ok()?;
-        if let Some(ev) = side_event(&record, &sid) {
-            events.push(((r.time, r.offset), ev));
-        }
+    // Pieces in file order, each in file order: sorting by time alone
+    // (stable) puts equal times in file order.
+    let mut events: Vec<(At, Event)> =
+        Vec::with_capacity(pieces.iter().map(|x| x.side.len()).sum());
+    for piece in &mut pieces {
+        events.append(&mut piece.side);
     }
+    events.sort_by_key(|&((time, _), _)| time);
     let history = History::of(&events);
     let maps = MapTimeline::of(&events, |m| p.map_dso(m));
     let next = AtomicUsize::new(0);
@@ -194,8 +192,9 @@ fn cut(file: &PerfFile, workers: usize) -> Vec<u64> {
 }
 
 /// What a piece holds, read once.
-struct Piece<'f> {
-    side: Vec<RawRecord<'f>>,
+struct Piece {
+    /// The side band, decoded while its pages are mapped.
+    side: Vec<(At, Event)>,
     start: u64,
     samples: Vec<Compact>,
     order: RoundOrder,
@@ -229,13 +228,7 @@ impl Compact {
     }
 }
 
-fn read_piece<'f>(
-    file: &'f PerfFile,
-    from: u64,
-    to: u64,
-    sampling: usize,
-    merge: bool,
-) -> Option<Piece<'f>> {
+fn read_piece(file: &PerfFile, from: u64, to: u64, sampling: usize, merge: bool) -> Option<Piece> {
     if to - from >= u64::from(KERNEL_MODE) {
         return None;
     }
@@ -252,7 +245,10 @@ fn read_piece<'f>(
             rt::COMPRESSED | rt::COMPRESSED2 => return None,
             t if t >= rt::USER_START => continue,
             _ => {
-                side.push(r);
+                let (_, record, sid) = file.parse(&r).ok()?;
+                if let Some(ev) = side_event(&record, &sid) {
+                    side.push(((r.time, r.offset), ev));
+                }
                 continue;
             }
         }
