@@ -8,5 +8,6 @@
 
 pub mod analyze;
 pub mod capture;
+pub mod parallel;
 pub mod progress;
 pub mod symbolize;

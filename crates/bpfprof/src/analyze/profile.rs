@@ -510,7 +510,9 @@ impl Profile {
             .enumerate()
             .map(|(i, r)| (r.0 .3, i as u32))
             .collect();
-        order.sort_unstable();
+        // Stable, for its runs: the flat pass leaves its rows mostly in
+        // location order already.
+        order.sort();
         p.rows.reserve(order.len());
         let mut last: Option<(Loc, Frame)> = None;
         // Each location row's key, by row: chains refer to rows.
@@ -532,8 +534,7 @@ impl Profile {
                 order.iter().filter_map(fresh).collect()
             }
         };
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-        let mut user_frames = p.sym.resolve_users(&users, cores).into_iter();
+        let mut user_frames = p.sym.resolve_users(&users).into_iter();
         for &(loc, r) in &order {
             let ((comm, pid, tid, _), c) = loc_rows[r as usize];
             let frame = match (early.row(r as usize), last) {

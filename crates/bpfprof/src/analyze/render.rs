@@ -89,22 +89,12 @@ fn main_table(
         .iter()
         .filter(|r| p.percent(&r.children.unwrap_or(r.counts)) >= o.percent_limit)
         .collect();
-    // Every cell's text in one buffer: a big profile has tens of thousands
-    // of rows, and a String per cell was a good part of the printing time.
-    let mut text = String::new();
-    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(visible.len() * o.keys.len());
-    for r in &visible {
-        for &k in &o.keys {
-            let start = text.len();
-            table::push_column(p, k, &r.key, &mut text);
-            spans.push((start, text.len()));
-        }
-    }
-    let cell = |i: usize| &text[spans[i].0..spans[i].1];
+    let parts = crate::parallel::map_parts(&visible, MIN_ROWS_PER_CORE, |rows| {
+        Cells::of(p, &o.keys, rows)
+    });
     let mut widths: Vec<usize> = o.keys.iter().map(|k| k.header().len()).collect();
-    for i in 0..spans.len() {
-        let w = &mut widths[i % o.keys.len()];
-        *w = (*w).max(cell(i).chars().count());
+    for part in &parts {
+        part.widen(&mut widths);
     }
     let last = o.keys.len().saturating_sub(1);
     let mut head = String::from("# ");
@@ -140,11 +130,87 @@ fn main_table(
             .collect();
         callgraph::index(p, &o.keys, &o.filters, &wanted)
     });
-    // Lines are made in a buffer and written in large pieces: formatting
-    // through the writer pads one character per call.
+    let (Some(order), Some(stacks)) = (o.callgraph, stacks) else {
+        // Without graphs, lines are made on every core.
+        let text = crate::parallel::map_parts(&parts, 1, |parts| {
+            let mut text = String::new();
+            for part in parts {
+                for i in 0..part.rows.len() {
+                    part.push_line(p, i, &widths, &mut text);
+                }
+            }
+            text
+        });
+        for t in text {
+            out.write_all(t.as_bytes())?;
+        }
+        return Ok(());
+    };
     let mut line = String::new();
-    for (n, r) in visible.iter().enumerate() {
+    for part in &parts {
+        for (i, r) in part.rows.iter().enumerate() {
+            line.clear();
+            part.push_line(p, i, &widths, &mut line);
+            out.write_all(line.as_bytes())?;
+            match stacks.get(&table::group_key(&o.keys, p, &r.key)) {
+                Some(s) => callgraph::print(p, s, order, graph_min, out)?,
+                None if r.counts.samples > 0 => writeln!(out)?,
+                None => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Fewer rows than this are printed on one core.
+const MIN_ROWS_PER_CORE: usize = 4096;
+
+/// The text of some rows' cells, in one buffer: a big profile has tens of
+/// thousands of rows, and a String per cell was a good part of the
+/// printing time.
+struct Cells<'a> {
+    rows: &'a [&'a Row],
+    keys: &'a [SortKey],
+    text: String,
+    /// Each cell's place in `text`, row by row.
+    spans: Vec<(usize, usize)>,
+}
+
+impl<'a> Cells<'a> {
+    fn of(p: &Profile, keys: &'a [SortKey], rows: &'a [&'a Row]) -> Cells<'a> {
+        let mut text = String::new();
+        let mut spans = Vec::with_capacity(rows.len() * keys.len());
+        for r in rows {
+            for &k in keys {
+                let start = text.len();
+                table::push_column(p, k, &r.key, &mut text);
+                spans.push((start, text.len()));
+            }
+        }
+        Cells {
+            rows,
+            keys,
+            text,
+            spans,
+        }
+    }
+
+    fn cell(&self, i: usize) -> &str {
+        &self.text[self.spans[i].0..self.spans[i].1]
+    }
+
+    /// Make `widths` (one per key) wide enough for these cells.
+    fn widen(&self, widths: &mut [usize]) {
+        for i in 0..self.spans.len() {
+            let w = &mut widths[i % self.keys.len()];
+            *w = (*w).max(self.cell(i).chars().count());
+        }
+    }
+
+    /// Row `n`'s line; the last column is not padded.
+    fn push_line(&self, p: &Profile, n: usize, widths: &[usize], line: &mut String) {
         use std::fmt::Write as _;
+        let r = self.rows[n];
         if let Some(ch) = r.children {
             let _ = write!(line, "  {:>7.2}%", p.percent(&ch));
         }
@@ -154,8 +220,9 @@ fn main_table(
             p.percent(&r.counts),
             r.counts.samples
         );
+        let last = widths.len().saturating_sub(1);
         for (i, &w) in widths.iter().enumerate() {
-            let c = cell(n * o.keys.len() + i);
+            let c = self.cell(n * self.keys.len() + i);
             line.push_str("  ");
             line.push_str(c);
             if i != last {
@@ -164,20 +231,7 @@ fn main_table(
             }
         }
         line.push('\n');
-        if line.len() >= 1 << 16 || stacks.is_some() {
-            out.write_all(line.as_bytes())?;
-            line.clear();
-        }
-        if let (Some(order), Some(stacks)) = (o.callgraph, &stacks) {
-            match stacks.get(&table::group_key(&o.keys, p, &r.key)) {
-                Some(s) => callgraph::print(p, s, order, graph_min, out)?,
-                None if r.counts.samples > 0 => writeln!(out)?,
-                None => {}
-            }
-        }
     }
-    out.write_all(line.as_bytes())?;
-    Ok(())
 }
 
 fn secs(t: Option<f64>) -> String {

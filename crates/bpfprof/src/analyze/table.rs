@@ -98,7 +98,8 @@ pub fn bpf_prog_of(p: &Profile, k: &RowKey) -> Option<(u32, u32)> {
 
 /// Group rows by the sort keys, apply filters, sort by overhead.
 pub fn group(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) -> Vec<Row> {
-    let mut groups: FxHashMap<[u64; 5], Row> = FxHashMap::default();
+    let mut groups: FxHashMap<[u64; 5], Row> =
+        FxHashMap::with_capacity_and_hasher(p.rows.len() / 2, Default::default());
     for (k, c) in &p.rows {
         if !filters.keep(p, k) {
             continue;

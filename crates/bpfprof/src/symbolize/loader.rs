@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Mutex;
 use std::thread::JoinHandle;
 
 use super::file_map::{map_file, FileBytes};
@@ -26,7 +27,9 @@ pub enum Loaded {
 
 pub struct Loader {
     tx: Sender<Job>,
-    done: Receiver<Loaded>,
+    /// Behind a lock only so that a profile can be read from several
+    /// threads: one thread takes from it.
+    done: Mutex<Receiver<Loaded>>,
     handle: JoinHandle<()>,
 }
 
@@ -43,7 +46,11 @@ impl Loader {
                 let _ = give.send(Loaded::Elf(j.dso, elf));
             }
         });
-        Loader { tx, done, handle }
+        Loader {
+            tx,
+            done: Mutex::new(done),
+            handle,
+        }
     }
 
     pub fn request(&self, job: Job) {
@@ -52,15 +59,19 @@ impl Loader {
     }
 
     /// Sources loaded since the last call, without waiting.
-    pub fn ready(&self) -> impl Iterator<Item = Loaded> + '_ {
-        self.done.try_iter()
+    pub fn ready(&self) -> Vec<Loaded> {
+        match self.done.lock() {
+            Ok(done) => done.try_iter().collect(),
+            Err(_) => Vec::new(),
+        }
     }
 
     /// Every source still to come, waiting for the loads asked for.
     pub fn finish(self) -> impl Iterator<Item = Loaded> {
         drop(self.tx);
         let _ = self.handle.join();
-        self.done.into_iter()
+        let done = self.done.into_inner().unwrap_or_else(|e| e.into_inner());
+        done.into_iter()
     }
 }
 

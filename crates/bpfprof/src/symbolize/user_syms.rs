@@ -103,23 +103,12 @@ impl Symbolizer {
     }
 
     /// The frames of user locations (shared object, file offset), as
-    /// [`Symbolizer::resolve`] gives them one by one: looked up on up to
-    /// `cores` cores, then interned in order. In address order, each core
-    /// walks its part of the symbol tables forward.
-    pub fn resolve_users(&mut self, locs: &[(DsoId, u64)], cores: usize) -> Vec<Frame> {
-        let per_core = locs.len().div_ceil(cores.max(1)).max(MIN_PER_CORE);
+    /// [`Symbolizer::resolve`] gives them one by one: looked up on every
+    /// core, then interned in order. In address order, each core walks its
+    /// part of the symbol tables forward.
+    pub fn resolve_users(&mut self, locs: &[(DsoId, u64)]) -> Vec<Frame> {
         let lookup = self.user_lookup();
-        let found: Vec<Vec<UserSym>> = std::thread::scope(|s| {
-            let lookup = &lookup;
-            let mut parts = locs.chunks(per_core);
-            let first = parts.next().unwrap_or_default();
-            let others: Vec<_> = parts.map(|c| s.spawn(move || lookup.find_all(c))).collect();
-            let mut found = vec![lookup.find_all(first)];
-            for h in others {
-                found.push(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
-            }
-            found
-        });
+        let found = crate::parallel::map_parts(locs, MIN_PER_CORE, |part| lookup.find_all(part));
         let mut frames: Vec<Frame> = Vec::with_capacity(locs.len());
         for (&(dso, _), u) in locs.iter().zip(found.into_iter().flatten()) {
             // Each part starts with a lookup of its own, never `Same`.

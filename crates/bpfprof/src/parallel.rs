@@ -1,0 +1,48 @@
+//! Work split over the cores in consecutive parts, for the steps of a
+//! report that only read: one core would otherwise work while the others
+//! idle.
+
+/// How many cores to use: all, up to 8 (past that, merging costs more
+/// than the parts save).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+}
+
+/// `f` of consecutive parts of `items`, in order: a part per core, of at
+/// least `min` items (a thread costs more than a few items save). The
+/// first part runs on this thread.
+pub fn map_parts<'a, T: Sync, R: Send>(
+    items: &'a [T],
+    min: usize,
+    f: impl Fn(&'a [T]) -> R + Sync,
+) -> Vec<R> {
+    let per_part = items.len().div_ceil(cores()).max(min).max(1);
+    let mut parts = items.chunks(per_part);
+    let first = parts.next().unwrap_or_default();
+    let f = &f;
+    std::thread::scope(|s| {
+        let others: Vec<_> = parts.map(|part| s.spawn(move || f(part))).collect();
+        let mut out = vec![f(first)];
+        for h in others {
+            out.push(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        }
+        out
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_come_back_in_order_and_cover_everything() {
+        let items: Vec<u32> = (0..10_000).collect();
+        for min in [1, 7, 4096, 20_000] {
+            let parts = map_parts(&items, min, |p| p.to_vec());
+            assert!(parts.len() <= cores().max(1));
+            assert!(parts.iter().all(|p| !p.is_empty()));
+            assert_eq!(parts.concat(), items, "min {min}");
+        }
+        assert_eq!(map_parts(&[] as &[u32], 1, |p| p.len()), vec![0]);
+    }
+}
