@@ -133,3 +133,64 @@ impl Symbolizer {
         Frame { dso, sym }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::symbolize::{BpfSymbols, DsoKind, Loc};
+
+    fn symbolizer() -> (Symbolizer, DsoId) {
+        // No kernel symbols are needed; the loader finds none there.
+        let mut s = Symbolizer::new("/nonexistent/kallsyms".into(), BpfSymbols::new([]));
+        let exe = std::env::current_exe().expect("test binary path");
+        let dso = s.dso_id(DsoKind::User, &exe.to_string_lossy());
+        (s, dso)
+    }
+
+    /// What a frame shows: the symbol's name, and whether it was found.
+    fn shown(s: &Symbolizer, f: Frame) -> (String, bool, u64) {
+        let sym = &s.syms[f.sym as usize];
+        (sym.name.clone(), sym.resolved, sym.start)
+    }
+
+    #[test]
+    fn many_at_once_are_what_one_at_a_time_gives() {
+        let exe = std::env::current_exe().expect("test binary path");
+        let len = std::fs::metadata(&exe).expect("test binary").len();
+        // Offsets all over the file, in and out of functions, with runs
+        // in one function; more than one core's share.
+        let mut locs: Vec<(DsoId, u64)> = Vec::new();
+        let (mut one, dso) = symbolizer();
+        let step = (len / 6000).max(1);
+        for off in (0..len).step_by(step as usize) {
+            locs.extend([(dso, off), (dso, off + 1), (dso, off + 5)]);
+        }
+        assert!(locs.len() > 2 * MIN_PER_CORE);
+        // The oracle: the symbol table itself, asked about each location.
+        let elf = one.elf(dso).expect("the test binary's symbols");
+        let want: Vec<(String, bool, u64)> = locs
+            .iter()
+            .map(
+                |&(_, rel)| match elf.offset_to_vaddr(rel).and_then(|v| elf.lookup(v)) {
+                    Some((name, start)) => (elf::demangle(&name), true, start),
+                    None => (format!("{rel:#018x}"), false, rel),
+                },
+            )
+            .collect();
+        assert!(
+            want.iter().any(|w| w.1),
+            "no function found in the test binary"
+        );
+        assert!(want.iter().any(|w| !w.1), "every offset was in a function");
+        let (mut many, _) = symbolizer();
+        let frames = many.resolve_users(&locs);
+        for (i, w) in want.iter().enumerate() {
+            let at = format!("location {i}: offset {:#x}", locs[i].1);
+            assert_eq!(&shown(&many, frames[i]), w, "{at}, many at once");
+            let f = one.resolve(Loc::User(dso, locs[i].1));
+            assert_eq!(&shown(&one, f), w, "{at}, one at a time");
+        }
+        // Interned once each: equal names at equal addresses, equal ids.
+        assert_eq!(many.syms.len(), one.syms.len());
+    }
+}
