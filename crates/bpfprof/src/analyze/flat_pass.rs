@@ -401,22 +401,78 @@ enum Msg {
 
 /// Samples counted alike: same thread, address, mode and last change
 /// seen; or, when threads merge, same location wherever it could be found
-/// while counting (all but code that may be BPF).
+/// while counting (all but code that may be BPF). A [`Site`] packed in
+/// `tag` and `addr`, so that a key takes 24 bytes: a report by thread has
+/// hundreds of thousands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 struct Key {
     seq: u32,
+    /// What `addr` is: see the `TAG_` constants.
+    tag: u32,
     pid: u32,
     tid: u32,
-    site: Site,
+    addr: u64,
+}
+
+// Tags of found locations sort as `Loc` does, so that counts by location
+// come out of the tally in location order.
+const TAG_USER: u32 = 0;
+const TAG_KERNEL: u32 = 1;
+const TAG_FOUND_KERNEL: u32 = 2;
+const TAG_FOUND_BPF: u32 = 3;
+/// Plus the shared object's id.
+const TAG_FOUND_USER: u32 = 4;
+const TAG_FOUND_UNKNOWN: u32 = u32::MAX;
+
+impl Key {
+    fn new(seq: u32, pid: u32, tid: u32, site: Site) -> Key {
+        let (tag, addr) = match site {
+            Site::User(ip) => (TAG_USER, ip),
+            Site::Kernel(ip) => (TAG_KERNEL, ip),
+            Site::Found(Loc::Kernel(a)) => (TAG_FOUND_KERNEL, a),
+            Site::Found(Loc::Bpf(b)) => (TAG_FOUND_BPF, u64::from(b)),
+            Site::Found(Loc::User(dso, rel)) => (TAG_FOUND_USER + dso, rel),
+            Site::Found(Loc::Unknown(a)) => (TAG_FOUND_UNKNOWN, a),
+        };
+        Key {
+            seq,
+            tag,
+            pid,
+            tid,
+            addr,
+        }
+    }
+
+    fn site(&self) -> Site {
+        match self.tag {
+            TAG_USER => Site::User(self.addr),
+            TAG_KERNEL => Site::Kernel(self.addr),
+            TAG_FOUND_KERNEL => Site::Found(Loc::Kernel(self.addr)),
+            TAG_FOUND_BPF => Site::Found(Loc::Bpf(self.addr as u32)),
+            TAG_FOUND_UNKNOWN => Site::Found(Loc::Unknown(self.addr)),
+            t => Site::Found(Loc::User(t - TAG_FOUND_USER, self.addr)),
+        }
+    }
 }
 
 /// Where a count's samples went: found while counting, or an address
 /// left for the replay to locate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Site {
     Found(Loc),
     Kernel(u64),
     User(u64),
+}
+
+impl Site {
+    /// `loc`, if a [`Key`] can hold it (the shared object's id fits its
+    /// tag; four billion binaries would not).
+    fn found(loc: Loc) -> Option<Site> {
+        match loc {
+            Loc::User(dso, _) if dso >= TAG_FOUND_UNKNOWN - TAG_FOUND_USER => None,
+            _ => Some(Site::Found(loc)),
+        }
+    }
 }
 
 struct Tally {
@@ -517,14 +573,17 @@ impl Worker<'_> {
                     (true, true, false) => (Seen::ALWAYS, Site::Found(Loc::Kernel(c.ip))),
                     (true, false, _) => {
                         let (loc, from, until) = self.maps.locate(c.pid, c.ip, at);
-                        (
-                            Seen {
-                                seq: 0,
-                                from,
-                                until,
-                            },
-                            Site::Found(loc),
-                        )
+                        match Site::found(loc) {
+                            Some(site) => (
+                                Seen {
+                                    seq: 0,
+                                    from,
+                                    until,
+                                },
+                                site,
+                            ),
+                            None => (self.history.last(c.pid, false, at), Site::User(c.ip)),
+                        }
                     }
                     (_, true, _) => (self.history.last(c.pid, bpf, at), Site::Kernel(c.ip)),
                     (false, false, _) => (self.history.last(c.pid, false, at), Site::User(c.ip)),
@@ -563,12 +622,7 @@ impl Worker<'_> {
             Site::Found(_) => (0, 0),
             _ => (slot.pid, slot.tid),
         };
-        let key = Key {
-            seq: slot.seen.seq,
-            pid,
-            tid,
-            site: slot.site,
-        };
+        let key = Key::new(slot.seen.seq, pid, tid, slot.site);
         match counts.entry(key) {
             Entry::Occupied(e) => e.into_mut().merge(slot.counts),
             Entry::Vacant(e) => {
@@ -651,7 +705,7 @@ fn replay(
     let mut next = counts.iter().peekable();
     let mut settle = |p: &mut Profile, seq: u32| {
         while let Some((k, c)) = next.next_if(|(k, _)| k.seq <= seq) {
-            match k.site {
+            match k.site() {
                 // Each location once, and none that a BPF event could
                 // change: no other count lands on its row.
                 Site::Found(loc) if opts.merge_threads => rows.push_unique((0, 0, 0, loc), *c),
@@ -764,13 +818,43 @@ mod tests {
     }
 
     #[test]
+    fn keys_hold_every_site_and_sort_found_ones_as_locations_sort() {
+        let locs = [
+            Loc::Kernel(0xffff_ffff_8100_0000),
+            Loc::Bpf(7),
+            Loc::User(0, 0x10),
+            Loc::User(3, 0x10),
+            Loc::User(3, 0x20),
+            Loc::User(TAG_FOUND_UNKNOWN - TAG_FOUND_USER - 1, 0),
+            Loc::Unknown(0x1234),
+        ];
+        for w in locs.windows(2) {
+            assert!(w[0] < w[1], "the list is in location order");
+        }
+        let keys: Vec<Key> = locs
+            .iter()
+            .map(|&l| Key::new(0, 0, 0, Site::found(l).expect("fits")))
+            .collect();
+        for (k, &l) in keys.iter().zip(&locs) {
+            assert_eq!(k.site(), Site::Found(l));
+        }
+        for w in keys.windows(2) {
+            assert!(w[0] < w[1], "{:?} !< {:?}", w[0], w[1]);
+        }
+        for raw in [Site::User(5), Site::Kernel(5)] {
+            assert_eq!(Key::new(3, 1, 2, raw).site(), raw);
+        }
+        // A shared object id past what a tag holds is left to the replay.
+        assert_eq!(
+            Site::found(Loc::User(TAG_FOUND_UNKNOWN - TAG_FOUND_USER, 0)),
+            None
+        );
+        assert_eq!(std::mem::size_of::<Key>(), 24);
+    }
+
+    #[test]
     fn tallies_merge_sorted_and_add_equal_keys() {
-        let key = |seq, ip| Key {
-            seq,
-            pid: 1,
-            tid: 1,
-            site: Site::User(ip),
-        };
+        let key = |seq, ip| Key::new(seq, 1, 1, Site::User(ip));
         let c = |n| Counts {
             samples: n,
             period: 10 * n,
