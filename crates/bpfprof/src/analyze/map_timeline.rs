@@ -261,7 +261,7 @@ mod tests {
     #[test]
     fn answers_as_the_replay_would_at_every_time() {
         for seed in 1..200u64 {
-            let mut rng = Rng(seed * 0x9e37_79b9_7f4a_7c15);
+            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
             let mut events = Vec::new();
             let mut pids = vec![1u32];
             for i in 0..30u64 {
