@@ -510,34 +510,16 @@ impl Profile {
             .enumerate()
             .map(|(i, r)| (r.0 .3, i as u32))
             .collect();
-        // The flat pass leaves rows by location mostly in order: a stable
-        // sort merges the runs it finds, where the unstable one would
-        // start over. Other rows come in no order, which it sorts faster.
-        let run = order.windows(2).take_while(|w| w[0] <= w[1]).count() + 1;
-        match run >= order.len() / 2 {
-            true => order.sort(),
-            false => order.sort_unstable(),
-        }
+        sort_mostly_sorted(&mut order);
         p.rows.reserve(order.len());
         let mut last: Option<(Loc, Frame)> = None;
         // Each location row's key, by row: chains refer to rows.
         let mut row_keys: Vec<Option<RowKey>> = vec![None; loc_rows.len()];
         // The user functions of the rows resolved below, looked up first
         // on every core: the lookups only read.
-        let users: Vec<(DsoId, u64)> = match opts.callchains {
+        let users = match opts.callchains {
             true => Vec::new(),
-            false => {
-                let mut prev = None;
-                let fresh = |&(loc, r): &(Loc, u32)| {
-                    let fresh = early.row(r as usize).is_none() && prev != Some(loc);
-                    prev = Some(loc);
-                    match loc {
-                        Loc::User(dso, rel) if fresh => Some((dso, rel)),
-                        _ => None,
-                    }
-                };
-                order.iter().filter_map(fresh).collect()
-            }
+            false => users_to_resolve(&order, &early),
         };
         let mut user_frames = p.sym.resolve_users(&users).into_iter();
         for &(loc, r) in &order {
@@ -643,4 +625,31 @@ impl Profile {
             100.0 * c.period as f64 / self.total.period as f64
         }
     }
+}
+
+/// Sort rows by location. The flat pass leaves them mostly in order, and
+/// a stable sort merges the runs it finds where the unstable one would
+/// start over; other passes leave them in no order, which the unstable
+/// one sorts faster.
+fn sort_mostly_sorted(order: &mut [(Loc, u32)]) {
+    let run = order.windows(2).take_while(|w| w[0] <= w[1]).count() + 1;
+    match run >= order.len() / 2 {
+        true => order.sort(),
+        false => order.sort_unstable(),
+    }
+}
+
+/// The user locations that `finish` resolves, in its order: those of rows
+/// with no early frame, each once per run of equal locations.
+fn users_to_resolve(order: &[(Loc, u32)], early: &EarlyFrames) -> Vec<(DsoId, u64)> {
+    let mut prev = None;
+    let fresh = |&(loc, r): &(Loc, u32)| {
+        let fresh = early.row(r as usize).is_none() && prev != Some(loc);
+        prev = Some(loc);
+        match loc {
+            Loc::User(dso, rel) if fresh => Some((dso, rel)),
+            _ => None,
+        }
+    };
+    order.iter().filter_map(fresh).collect()
 }
