@@ -77,8 +77,9 @@ fn same_record(o: &Ours, t: &DumpRecord) -> bool {
         return false;
     }
     if let Some((pid, tid, time, ip, chain)) = &o.sample {
-        // "(IP, 0x1): PID/TID: 0xIP period: ..."
-        let want = format!(": {pid}/{tid}: {ip:#x} period:");
+        // "(IP, 0x1): PID/TID: 0xIP period: ...", signed as perf prints a
+        // pid_t: a sample with no task (pid -1) does occur.
+        let want = format!(": {}/{}: {ip:#x} period:", *pid as i32, *tid as i32);
         let tchain = t.chain.clone().unwrap_or_default();
         return t.rest.contains(&want) && t.time == Some(*time) && &tchain == chain;
     }
@@ -176,7 +177,9 @@ fn check_against_script(path: &Path) {
     let ours: Vec<String> = read_all(path, true)
         .into_iter()
         .filter_map(|o| o.sample)
-        .map(|(pid, tid, time, ip, _)| format!("{pid}/{tid} {}: {ip:x}", ns(time)))
+        .map(|(pid, tid, time, ip, _)| {
+            format!("{}/{} {}: {ip:x}", pid as i32, tid as i32, ns(time))
+        })
         .collect();
     assert!(!ours.is_empty(), "no samples");
     assert_eq!(ours.len(), theirs.len(), "sample count vs perf script");
