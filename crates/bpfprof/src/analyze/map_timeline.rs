@@ -134,7 +134,11 @@ impl MapTimeline {
         for x in p.covering(addr) {
             if x.from < at && at < x.until {
                 let m = x.map;
-                return (Loc::User(m.dso, addr - m.start + m.pgoff), x.from, x.until);
+                return (
+                    Loc::User(m.dso, (addr - m.start).wrapping_add(m.pgoff)),
+                    x.from,
+                    x.until,
+                );
             }
             // No map held it at `at`: the answer holds between the maps
             // that held it before and after.
@@ -235,7 +239,7 @@ mod tests {
                 }
             }
             let locate = |pid, addr| match t.find_map(pid, addr) {
-                Some(m) => Loc::User(m.dso, addr - m.start + m.pgoff),
+                Some(m) => Loc::User(m.dso, (addr - m.start).wrapping_add(m.pgoff)),
                 None => Loc::Unknown(addr),
             };
             out.push(
@@ -321,5 +325,21 @@ mod tests {
         // Before the fork the child had no maps.
         let (loc, from, until) = t.locate(2, 0x1800, (15, 0));
         assert_eq!((loc, from, until), (Loc::Unknown(0x1800), (0, 0), (20, 0)));
+    }
+
+    #[test]
+    fn a_hostile_file_offset_wraps_as_in_the_replay() {
+        let events = vec![
+            ((10, 0), mmap(1, 0x1000, 0x1000, u64::MAX, "/lib1")),
+            // Cuts the first map, whose rest starts past its offset.
+            ((20, 0), mmap(1, 0x1000, 0x400, 0, "/lib2")),
+        ];
+        let t = MapTimeline::of(&events, dso_of);
+        let times = [(15, 0), (25, 0)];
+        let want = replayed(&events, &[1], &[0x1800], &times);
+        for (i, &at) in times.iter().enumerate() {
+            assert_eq!(t.locate(1, 0x1800, at).0, want[i][0][0]);
+        }
+        assert_eq!(want[1][0][0], Loc::User(1, 0x7ff));
     }
 }

@@ -256,7 +256,7 @@ impl Symbolizer {
         match self.threads.find_map(pid, addr) {
             Some(m) => {
                 self.prefetch(m.dso);
-                Loc::User(m.dso, addr - m.start + m.pgoff)
+                Loc::User(m.dso, (addr - m.start).wrapping_add(m.pgoff))
             }
             None => Loc::Unknown(addr),
         }

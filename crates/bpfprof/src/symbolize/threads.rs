@@ -118,7 +118,7 @@ impl Threads {
             if old.end > m.end {
                 out.push(Map {
                     start: m.end,
-                    pgoff: old.pgoff + (m.end - old.start),
+                    pgoff: old.pgoff.wrapping_add(m.end - old.start),
                     ..old
                 });
             }
