@@ -38,16 +38,10 @@ const PIECES_PER_WORKER: usize = 8;
 /// The smallest SAMPLE record: a header and one field.
 const MIN_SAMPLE_SIZE: u64 = 16;
 
-/// At most this many workers: past it, merging their counts costs more
-/// than they save.
-const MAX_WORKERS: usize = 8;
-
-/// One worker per core, from two (one core still reads and counts while
-/// the other loads symbols) to [`MAX_WORKERS`].
+/// One worker per core ([`crate::parallel::cores`]), and at least two: one
+/// core still reads and counts while the other loads symbols.
 fn workers() -> usize {
-    std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .clamp(2, MAX_WORKERS)
+    crate::parallel::cores().max(2)
 }
 
 /// Run the pass; `None` when the file needs the ordered pass: compressed,

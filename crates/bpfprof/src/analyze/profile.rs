@@ -521,7 +521,10 @@ impl Profile {
             true => Vec::new(),
             false => users_to_resolve(&order, &early),
         };
-        let mut user_frames = p.sym.resolve_users(&users).into_iter();
+        let frames = p.sym.resolve_users(&users);
+        // Taken by location, so that a row the lookups skipped is resolved
+        // here rather than handed another row's frame.
+        let mut user_frames = users.iter().zip(frames).peekable();
         for &(loc, r) in &order {
             let ((comm, pid, tid, _), c) = loc_rows[r as usize];
             let frame = match (early.row(r as usize), last) {
@@ -530,7 +533,10 @@ impl Profile {
                 // Stacks ask again for the locations they hold.
                 _ if opts.callchains => p.sym.frame(loc),
                 _ => match loc {
-                    Loc::User(..) => user_frames.next().unwrap_or_else(|| p.sym.resolve(loc)),
+                    Loc::User(dso, rel) => match user_frames.next_if(|(&u, _)| u == (dso, rel)) {
+                        Some((_, f)) => f,
+                        None => p.sym.resolve(loc),
+                    },
                     _ => p.sym.resolve(loc),
                 },
             };
