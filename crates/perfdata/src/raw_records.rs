@@ -2,10 +2,12 @@
 //! readers that put records in order themselves, or split the section
 //! between threads. [`crate::Records`] is the reader that orders and decodes.
 
-use crate::attr::sample_type as st;
+use crate::attr::{sample_type as st, EventAttr};
 use crate::error::{Error, Result};
 use crate::reader::PerfFile;
-use crate::record::{parse_record, record_type as rt, Header, Record, SampleId};
+use crate::record::{
+    fixed_sample, parse_record, record_type as rt, Header, Record, Sample, SampleId,
+};
 use crate::records::record_time;
 use crate::round_order::RoundOrder;
 
@@ -204,6 +206,43 @@ impl PerfFile {
             at += 8;
         }
         None
+    }
+
+    /// Decode a SAMPLE record that [`RawRecords`] found, as
+    /// [`PerfFile::parse`] decodes it, reading its fixed fields in place
+    /// when none of variable size comes before them. A report visits
+    /// every sample, and this is a third of the time of a generic decode.
+    pub fn sample<'a>(&self, r: &RawRecord<'a>) -> Result<Sample<'a>> {
+        if let Some(s) = self.sample_attr(r).and_then(|a| fixed_sample(r.raw, a)) {
+            return Ok(s);
+        }
+        match self.parse(r)? {
+            (_, Record::Sample(s), _) => Ok(s),
+            (h, ..) => Err(self.not_a_sample(r.offset, h.type_)),
+        }
+    }
+
+    /// The attr of a SAMPLE record, if its id names one.
+    fn sample_attr(&self, r: &RawRecord<'_>) -> Option<&EventAttr> {
+        if r.header.type_ != rt::SAMPLE {
+            return None;
+        }
+        let entries = self.attrs.entries();
+        let first = &entries.first()?.attr;
+        if first.sample_type & st::IDENTIFIER == 0 {
+            return Some(first);
+        }
+        let id = u64::from_le_bytes(r.raw.get(8..16)?.try_into().ok()?);
+        Some(&entries[self.attrs.index_of(id)?].attr)
+    }
+
+    #[cold]
+    fn not_a_sample(&self, offset: u64, type_: u32) -> Error {
+        let e = Error::parse(offset, format!("record of type {type_}, not a SAMPLE"));
+        match self.path() {
+            Some(p) => e.with_path(p),
+            None => e,
+        }
     }
 
     /// Decode a record that [`RawRecords`] found.

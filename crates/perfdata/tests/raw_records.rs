@@ -583,6 +583,13 @@ fn parse_of_a_raw_record_decodes_as_the_ordered_reader_does() {
         evs.len() - written_samples - 4,
         "all but the 4 rounds"
     );
+    // `sample` decodes samples as `parse` does, and refuses the rest.
+    for r in &raw {
+        match f.parse(r).unwrap().1 {
+            Record::Sample(s) => assert_eq!(f.sample(r).unwrap(), s, "at {:#x}", r.offset),
+            _ => assert!(f.sample(r).is_err(), "at {:#x}", r.offset),
+        }
+    }
     // FINISHED_ROUND parses as itself.
     let round = raw
         .iter()
@@ -615,6 +622,9 @@ fn parse_of_a_damaged_body_is_an_error_at_its_offset() {
     assert_eq!(raw.len(), 2);
     let e = f.parse(&raw[0]).unwrap_err();
     assert_names_offset(&e, data, "short COMM");
+    // Asked for a sample, it is the same error.
+    let e = f.sample(&raw[0]).unwrap_err();
+    assert_names_offset(&e, data, "short COMM as a sample");
 }
 
 // ------------------------------------------------------------ the promise's edges
