@@ -262,11 +262,21 @@ fn children_agree_with_perf_and_run_through_the_bpf_frame() {
         getpid.children.unwrap() >= work.pct * 0.9,
         "{getpid:?} vs {work:?}"
     );
-    let thread = find("libc.so.6 | [.] start_thread");
-    assert!(
-        thread.children.unwrap() >= work.pct * 0.9,
-        "{thread:?} vs {work:?}"
-    );
+    // Whether a chain reaches libc's start_thread depends on what the
+    // test's code (built without frame pointers) left in the frame pointer
+    // register, which changes from build to build: checked when perf's own
+    // report reaches it, and then ours must too.
+    let thread = "libc.so.6 | [.] start_thread";
+    match perf.iter().find(|x| x.key == thread) {
+        Some(theirs) if theirs.children.unwrap_or(0.0) >= work.pct * 0.9 => {
+            let ours = find(thread);
+            assert!(
+                ours.children.unwrap() >= work.pct * 0.9,
+                "{ours:?} vs {work:?}"
+            );
+        }
+        _ => eprintln!("perf's chains do not reach {thread} in this build: not checked"),
+    }
 }
 
 /// The frames of the call graph printed under the row `key` (callee or
