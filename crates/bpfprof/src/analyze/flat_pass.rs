@@ -347,7 +347,7 @@ fn replay(
     opts: &ProfileOptions,
     file: &PerfFile,
     events: Vec<(At, Event)>,
-    tally: Tally,
+    mut tally: Tally,
 ) -> Pass {
     p.total.merge(tally.total);
     p.first_time = p.first_time.min(tally.first_time);
@@ -357,23 +357,22 @@ fn replay(
             .entry(file.attrs()[attr].name.clone())
             .or_default() += n;
     }
-    let counts = tally.counts;
     let mut rows = LocRows::default();
-    let mut next = counts.iter().peekable();
+    let mut next = tally.counts().peekable();
     let mut settle = |p: &mut Profile, seq: u32| {
         while let Some((k, c)) = next.next_if(|(k, _)| k.seq <= seq) {
             match k.site() {
                 // Each location once, and none that a BPF event could
                 // change: no other count lands on its row.
-                Site::Found(loc) if opts.merge_threads => rows.push_unique((0, 0, 0, loc), *c),
+                Site::Found(loc) if opts.merge_threads => rows.push_unique((0, 0, 0, loc), c),
                 Site::Found(loc) => {
-                    p.count_at(&mut rows, opts, (k.pid, k.tid, 0), loc, *c);
+                    p.count_at(&mut rows, opts, (k.pid, k.tid, 0), loc, c);
                 }
                 Site::Kernel(ip) => {
-                    p.settle(&mut rows, opts, (k.pid, k.tid, ip, true), *c);
+                    p.settle(&mut rows, opts, (k.pid, k.tid, ip, true), c);
                 }
                 Site::User(ip) => {
-                    p.settle(&mut rows, opts, (k.pid, k.tid, ip, false), *c);
+                    p.settle(&mut rows, opts, (k.pid, k.tid, ip, false), c);
                 }
             }
         }

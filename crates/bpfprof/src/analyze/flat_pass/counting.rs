@@ -13,7 +13,7 @@ use super::keys::{Key, Site, Tally};
 use super::Msg;
 use crate::analyze::map_timeline::{At, MapTimeline};
 use crate::analyze::profile::Counts;
-use crate::symbolize::Loc;
+use crate::symbolize::{DsoId, Loc};
 
 /// Whose samples a raw count holds: thread (or what stands for it when
 /// threads merge), address and mode.
@@ -144,10 +144,12 @@ pub(super) struct Worker<'a> {
     pub tx: Sender<Msg>,
 }
 
-/// Keys counted so far, one key perhaps many times.
+/// Keys counted so far, one key perhaps many times, and the shared
+/// objects asked to load.
 #[derive(Default)]
 pub(super) struct KeyCounts {
     counts: Vec<(Key, Counts)>,
+    sent: Vec<bool>,
 }
 
 impl Worker<'_> {
@@ -195,6 +197,10 @@ impl Worker<'_> {
         keys.counts.reserve(raw.len());
         for (w, span) in &raw {
             let (seen, site) = self.classify(w, span.first);
+            // Binaries load while the counts are settled and sorted.
+            if let Site::Found(Loc::User(dso, _)) = site {
+                self.load(&mut keys.sent, dso);
+            }
             if span.first == span.last || seen.holds_at(span.last) {
                 keys.push(self.merge, w, seen.seq, site, span.counts);
             } else {
@@ -216,44 +222,48 @@ impl Worker<'_> {
         Straddle { who, pieces }
     }
 
+    /// Have the symbols of `dso` loaded, once.
+    fn load(&self, sent: &mut Vec<bool>, dso: DsoId) {
+        let i = dso as usize;
+        if sent.len() <= i {
+            sent.resize(i + 1, false);
+        }
+        if !std::mem::replace(&mut sent[i], true) {
+            let _ = self.tx.send(Msg::Dso(dso));
+        }
+    }
+
     /// Count one sample of a count that straddles a change.
     pub fn one(&self, keys: &mut KeyCounts, who: &Who, at: At, period: u64) {
         let (seen, site) = self.classify(who, at);
+        if let Site::Found(Loc::User(dso, _)) = site {
+            self.load(&mut keys.sent, dso);
+        }
         let one = Counts { samples: 1, period };
         keys.push(self.merge, who, seen.seq, site, one);
     }
 
     /// The counts sorted by key, each key once, on this core, for the
     /// replay; the binaries of user counts are asked to load.
-    pub fn tally(&self, keys: KeyCounts) -> Tally {
-        let mut counts = keys.counts;
+    pub fn tally(&self, mut keys: KeyCounts) -> Tally {
+        let mut counts = std::mem::take(&mut keys.counts);
         counts.sort_unstable_by_key(|&(k, _)| k);
-        let mut t = Tally::new(0);
-        t.counts = Vec::with_capacity(counts.len());
+        let mut unique: Vec<(Key, Counts)> = Vec::with_capacity(counts.len());
         for (k, c) in counts {
-            match t.counts.last_mut() {
+            match unique.last_mut() {
                 Some(last) if last.0 == k => last.1.merge(c),
-                _ => t.counts.push((k, c)),
+                _ => unique.push((k, c)),
             }
         }
-        let mut sent: Vec<bool> = Vec::new();
-        for (k, _) in &t.counts {
-            let dso = match k.site() {
-                Site::Found(Loc::User(dso, _)) => Some(dso),
-                Site::User(ip) => self.maps.any_dso(k.pid, ip),
-                _ => None,
-            };
-            if let Some(dso) = dso {
-                let i = dso as usize;
-                if sent.len() <= i {
-                    sent.resize(i + 1, false);
-                }
-                if !std::mem::replace(&mut sent[i], true) {
-                    let _ = self.tx.send(Msg::Dso(dso));
+        // Addresses no map was found for may still be in one.
+        for (k, _) in &unique {
+            if let Site::User(ip) = k.site() {
+                if let Some(dso) = self.maps.any_dso(k.pid, ip) {
+                    self.load(&mut keys.sent, dso);
                 }
             }
         }
-        t
+        Tally::of(unique)
     }
 }
 
@@ -378,10 +388,9 @@ mod tests {
         // the recount reads all of its samples, in the pieces of both.
         assert_eq!(s.who.iter().collect::<Vec<_>>(), [&who]);
         assert!((0..3).all(|i| s.in_piece(i)) && !s.in_piece(3));
-        let t = w.tally(keys);
-        let got: Vec<(u32, Site, u64)> = t
-            .counts
-            .iter()
+        let got: Vec<(u32, Site, u64)> = w
+            .tally(keys)
+            .counts()
             .map(|(k, c)| (k.seq, k.site(), c.samples))
             .collect();
         assert_eq!(
@@ -395,8 +404,11 @@ mod tests {
                 w.one(&mut keys, &who, (time, 0), 1);
             }
         }
-        let t = w.tally(keys);
-        let got: Vec<(u32, u64)> = t.counts.iter().map(|(k, c)| (k.seq, c.samples)).collect();
+        let got: Vec<(u32, u64)> = w
+            .tally(keys)
+            .counts()
+            .map(|(k, c)| (k.seq, c.samples))
+            .collect();
         assert_eq!(got, [(0, 3), (1, 2)]);
     }
 }
