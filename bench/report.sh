@@ -30,32 +30,53 @@ fi
 size=$(du -m "$data" | cut -f1)
 echo "file: $data, ${size} MB"
 
-# best wall seconds and max RSS (KB) over RUNS runs of a command; wall
-# from the clock in nanoseconds (time's %e has 10 ms steps, a tenth of a
-# flat report)
+# Best wall seconds and max RSS (KB) over RUNS runs of each command of a
+# set, the set's commands taking turns (perf, ours, perf, ours, ...), so
+# that a slow spell of this shared machine falls on both tools alike.
+# Wall time is read from the clock in nanoseconds (time's %e has 10 ms
+# steps, a tenth of a flat report). Commands are separated by "--";
+# prints "best rss" per command, one per line.
 measure() {
-    local best="" rss=0 t m s e
-    for _ in $(seq "$RUNS"); do
-        s=$(date +%s%N)
-        /usr/bin/time -o "$dir/time" -f "%M" "$@" >/dev/null 2>&1
-        e=$(date +%s%N)
-        read -r m <"$dir/time"
-        t=$(awk -v s="$s" -v e="$e" 'BEGIN{printf "%.3f", (e - s) / 1e9}')
-        if [ -z "$best" ] || awk -v a="$t" -v b="$best" 'BEGIN{exit !(a < b)}'; then best=$t; fi
-        [ "$m" -gt "$rss" ] && rss=$m
+    local cmds=() cur="" i n t m s e
+    for a in "$@"; do
+        if [ "$a" = "--" ]; then cmds+=("$cur"); cur=""; else cur+="$(printf '%q ' "$a")"; fi
     done
-    echo "$best $rss"
+    cmds+=("$cur")
+    n=${#cmds[@]}
+    local best=() rss=()
+    for ((i = 0; i < n; i++)); do best[i]=""; rss[i]=0; done
+    for _ in $(seq "$RUNS"); do
+        for ((i = 0; i < n; i++)); do
+            s=$(date +%s%N)
+            eval "/usr/bin/time -o \"$dir/time\" -f %M ${cmds[i]}" >/dev/null 2>&1
+            e=$(date +%s%N)
+            read -r m <"$dir/time"
+            t=$(awk -v s="$s" -v e="$e" 'BEGIN{printf "%.3f", (e - s) / 1e9}')
+            if [ -z "${best[i]}" ] || awk -v a="$t" -v b="${best[i]}" 'BEGIN{exit !(a < b)}'; then best[i]=$t; fi
+            [ "$m" -gt "${rss[i]}" ] && rss[i]=$m
+        done
+    done
+    for ((i = 0; i < n; i++)); do echo "${best[i]} ${rss[i]}"; done
 }
 # Warm the page cache so neither tool pays for the first read.
 perf report -i "$data" --stdio --no-children -g none --sort dso,sym >/dev/null 2>&1 || true
 
-read -r pf pfm < <(measure perf report -i "$data" --stdio --no-children -g none --sort dso,sym)
-read -r of ofm < <(measure "$bpfprof" report -i "$data" --sort dso,sym)
 # The same with no kallsyms cache (the first report of a boot): every run
 # starts from an empty cache directory.
-read -r oc ocm < <(measure sh -c 'rm -rf "$1/cold"; XDG_CACHE_HOME="$1/cold" "$2" report -i "$3" --sort dso,sym' - "$dir" "$bpfprof" "$data")
-read -r pg pgm < <(measure perf report -i "$data" --stdio --no-children --sort dso,sym)
-read -r og ogm < <(measure "$bpfprof" report -i "$data" --sort dso,sym -g)
+cold() { rm -rf "$dir/cold"; XDG_CACHE_HOME="$dir/cold" "$bpfprof" report -i "$data" --sort dso,sym; }
+export -f cold
+export dir bpfprof data
+{
+    read -r pf pfm
+    read -r of ofm
+    read -r oc ocm
+} < <(measure perf report -i "$data" --stdio --no-children -g none --sort dso,sym \
+    -- "$bpfprof" report -i "$data" --sort dso,sym -- bash -c cold)
+{
+    read -r pg pgm
+    read -r og ogm
+} < <(measure perf report -i "$data" --stdio --no-children --sort dso,sym \
+    -- "$bpfprof" report -i "$data" --sort dso,sym -g)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a / b}'; }
 printf '%-28s %10s %10s %10s %12s %12s %10s\n' "report" "perf s" "bpfprof s" "ratio" "perf RSS MB" "ours RSS MB" "ratio"
 printf '%-28s %10s %10s %10s %12d %12d %10s\n' "flat (-g none)" "$pf" "$of" "$(ratio "$of" "$pf")" $((pfm / 1024)) $((ofm / 1024)) "$(ratio "$ofm" "$pfm")"
