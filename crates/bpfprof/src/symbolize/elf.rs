@@ -367,7 +367,7 @@ pub fn demangle(name: &str) -> String {
         let base = name.split('.').next().unwrap_or(name);
         if let Ok(d) = cpp_demangle::Symbol::new(base) {
             if let Ok(full) = d.demangle(&cpp_demangle::DemangleOptions::default()) {
-                return strip_signature(&drop_empty_packs(&full));
+                return strip_signature(&literal_suffixes(&drop_empty_packs(&full)));
             }
         }
     }
@@ -386,6 +386,48 @@ fn drop_empty_packs(s: &str) -> String {
         out = out.replace(", , ", ", ");
     }
     out.replace(", >", ">")
+}
+
+/// cpp_demangle prints a template argument literal of a builtin integer
+/// type as a cast, `(unsigned int)2`; libiberty, and so perf, prints
+/// `2u` (and `2l`, `2ul`, `2ll`, `2ull`). On libLLVM's 146k C++ names, this
+/// was four fifths of those that read otherwise than `c++filt -p`.
+fn literal_suffixes(s: &str) -> String {
+    const CASTS: [(&str, &str); 5] = [
+        ("(unsigned int)", "u"),
+        ("(long)", "l"),
+        ("(unsigned long)", "ul"),
+        ("(long long)", "ll"),
+        ("(unsigned long long)", "ull"),
+    ];
+    if !s.contains("int)") && !s.contains("long)") {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    'next: while let Some(i) = rest.find('(') {
+        for (cast, suffix) in CASTS {
+            let Some(after) = rest[i..].strip_prefix(cast) else {
+                continue;
+            };
+            let sign = usize::from(after.starts_with('-'));
+            let digits = after[sign..].bytes().take_while(u8::is_ascii_digit).count();
+            let (number, tail) = after.split_at(sign + digits);
+            // Digits that go on into a name are no literal.
+            if digits == 0 || tail.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            out.push_str(&rest[..i]);
+            out.push_str(number);
+            out.push_str(suffix);
+            rest = tail;
+            continue 'next;
+        }
+        out.push_str(&rest[..=i]);
+        rest = &rest[i + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `ret ns::f<T>(args) const` → `ns::f<T>`.
@@ -433,7 +475,7 @@ fn strip_signature(full: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{demangle, ElfSymbols, FileBytes, Sym, Ties, LAZY};
+    use super::{demangle, literal_suffixes, ElfSymbols, FileBytes, Sym, Ties, LAZY};
 
     #[test]
     fn tied_aliases_are_chosen_by_name_when_first_looked_up() {
@@ -528,6 +570,26 @@ mod tests {
         assert_eq!(e.lookup(0x8), None, "a data label is no symbol");
     }
 
+    /// A cast that is not before a literal stays.
+    #[test]
+    fn only_literals_lose_their_cast() {
+        assert_eq!(
+            literal_suffixes("f<(unsigned int)2, (long)-3>"),
+            "f<2u, -3l>"
+        );
+        assert_eq!(literal_suffixes("f<(long long)7>"), "f<7ll>");
+        assert_eq!(literal_suffixes("f<(unsigned long long)0>"), "f<0ull>");
+        for same in [
+            "f<(long)x>",
+            "f<(long)2x>",
+            "g(long)",
+            "h<(char)97>",
+            "(unsigned int)",
+        ] {
+            assert_eq!(literal_suffixes(same), same);
+        }
+    }
+
     /// Expected values are `c++filt -p` (binutils 2.40) on this machine,
     /// which is how perf's default demangling prints them.
     #[test]
@@ -544,6 +606,20 @@ mod tests {
             ("_ZN6fuzzer10RunOneTestEPNS_6FuzzerEPKcm.cold", "fuzzer::RunOneTest"),
             ("_Znwm", "operator new"),
             ("_ZN9__gnu_cxx13new_allocatorIcE8allocateEmPKv", "__gnu_cxx::new_allocator<char>::allocate"),
+            // Integer literals as template arguments, from cc1 and libLLVM.
+            ("_Z15pp_wide_integerILj1ElEvP14pretty_printerRK12poly_int_podIXT_ET0_E", "pp_wide_integer<1u, long>"),
+            (
+                "_ZNK4llvm12PatternMatch17constantint_matchILln1EE5matchINS_5ValueEEEbPT_",
+                "llvm::PatternMatch::constantint_match<-1l>::match<llvm::Value>",
+            ),
+            (
+                "_ZL19decodeRegisterClassILm32EEN4llvm14MCDisassembler12DecodeStatusERNS0_6MCInstEmRAT__Kt",
+                "decodeRegisterClass<32ul>",
+            ),
+            (
+                "_ZN4llvm12SparseSolverINS_14PointerIntPairIPNS_5ValueELj2EN12_GLOBAL__N_111IPOGroupingENS_21PointerLikeTypeTraitsIS3_EENS_18PointerIntPairInfoIS3_Lj2ES7_EEEENS4_13CVPLatticeValENS_14LatticeKeyInfoISA_EEE9visitInstERNS_11InstructionE",
+                "llvm::SparseSolver<llvm::PointerIntPair<llvm::Value*, 2u, (anonymous namespace)::IPOGrouping, llvm::PointerLikeTypeTraits<llvm::Value*>, llvm::PointerIntPairInfo<llvm::Value*, 2u, llvm::PointerLikeTypeTraits<llvm::Value*> > >, (anonymous namespace)::CVPLatticeVal, llvm::LatticeKeyInfo<llvm::PointerIntPair<llvm::Value*, 2u, (anonymous namespace)::IPOGrouping, llvm::PointerLikeTypeTraits<llvm::Value*>, llvm::PointerIntPairInfo<llvm::Value*, 2u, llvm::PointerLikeTypeTraits<llvm::Value*> > > > >::visitInst",
+            ),
             // An empty parameter pack (`JE`), from libLLVM.
             (
                 "_ZN4llvm15AnalysisManagerINS_15MachineFunctionEJEE13getResultImplEPNS_11AnalysisKeyERS1_",
