@@ -295,7 +295,7 @@ fn read_piece(
         if let Some((who, at, period)) =
             sample_of(file, &r, sampling, merge, &mut last_id, &mut totals).ok()?
         {
-            raw.add(who, at, period);
+            raw.add(who, at.0, period);
         }
     }
     if raws.offset() != to {
@@ -484,7 +484,16 @@ mod tests {
         assert_eq!(whole.side.len(), 2);
         let from = offsets[50];
         let (_, raw) = read(from).expect("from a record");
-        assert!(raw.iter().all(|(_, s)| s.first.1 >= from));
+        let after = f
+            .raw_records()
+            .map(|r| r.unwrap())
+            .filter(|r| r.offset >= from && r.header.type_ == rt::SAMPLE)
+            .count() as u64;
+        assert!(after < 200);
+        assert_eq!(
+            raw.iter().map(|(_, s)| s.counts.samples).sum::<u64>(),
+            after
+        );
         for wrong in [from + 8, from + 16] {
             assert!(read(wrong).is_none(), "{wrong}");
         }

@@ -1,8 +1,10 @@
 //! Counting samples while the file is read, before the side band is known:
 //! by thread, address and mode, with the first and last time each count
-//! saw. Once the side band is in, a count whose samples all fell between
-//! the same two changes that matter to it is settled whole; the few that
-//! straddle a change are counted again, sample by sample.
+//! saw. Once the side band is in, a count whose samples all fell strictly
+//! between the times of the same two changes that matter to it is settled
+//! whole; the few that straddle a change, or share its timestamp (only the
+//! file offset would tell them apart), are counted again, sample by
+//! sample.
 
 use std::sync::mpsc::Sender;
 
@@ -25,23 +27,29 @@ pub(super) struct Who {
     pub kernel: bool,
 }
 
-/// A raw count: its samples, the earliest and latest of them in the
-/// replay's order (a piece is in file order, not in time order), and the
-/// first and last piece it took samples from.
+/// A raw count: its samples, the times of the earliest and latest of
+/// them (a piece is in file order, not in time order), and the first and
+/// last piece it took samples from. With its [`Who`], 64 bytes: a cache
+/// line per slot.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Span {
     pub counts: Counts,
-    pub first: At,
-    pub last: At,
+    pub first: u64,
+    pub last: u64,
     pub pieces: (u32, u32),
 }
+
+/// A slot of the cache, on a cache line of its own.
+#[derive(Clone, Copy)]
+#[repr(align(64))]
+struct Slot(Who, Span);
 
 /// Slots of a reader's cache of recent counts: most samples repeat an
 /// address hit a moment ago, and a small table keeps them in the CPU
 /// cache and the list of what left it short.
 const SLOTS: usize = 1 << 12;
 
-const EMPTY: (Who, Span) = (
+const EMPTY: Slot = Slot(
     Who {
         pid: 0,
         tid: 0,
@@ -53,8 +61,8 @@ const EMPTY: (Who, Span) = (
             samples: 0,
             period: 0,
         },
-        first: (0, 0),
-        last: (0, 0),
+        first: 0,
+        last: 0,
         pieces: (0, 0),
     },
 );
@@ -70,7 +78,7 @@ fn slot_of(pid: u32, tid: u32, ip: u64) -> usize {
 /// added up once settled, by sorting.
 pub(super) struct RawCounts {
     /// Empty while 0 samples.
-    slots: Vec<(Who, Span)>,
+    slots: Vec<Slot>,
     spilled: Vec<(Who, Span)>,
     /// The piece being read.
     piece: u32,
@@ -90,33 +98,33 @@ impl RawCounts {
         self.piece = i as u32;
     }
 
-    pub fn add(&mut self, who: Who, at: At, period: u64) {
+    pub fn add(&mut self, who: Who, time: u64, period: u64) {
         let slot = &mut self.slots[slot_of(who.pid, who.tid, who.ip)];
         if slot.1.counts.samples > 0 && slot.0 == who {
             let s = &mut slot.1;
             s.counts.add(period);
-            s.first = s.first.min(at);
-            s.last = s.last.max(at);
+            s.first = s.first.min(time);
+            s.last = s.last.max(time);
             s.pieces.1 = self.piece;
             return;
         }
         let new = Span {
             counts: Counts { samples: 1, period },
-            first: at,
-            last: at,
+            first: time,
+            last: time,
             pieces: (self.piece, self.piece),
         };
-        let old = std::mem::replace(slot, (who, new));
-        if old.1.counts.samples > 0 {
-            self.spilled.push(old);
+        let Slot(old, span) = std::mem::replace(slot, Slot(who, new));
+        if span.counts.samples > 0 {
+            self.spilled.push((old, span));
         }
     }
 
     /// Every count, the cache's included; one who may have several.
     pub fn finish(mut self) -> Vec<(Who, Span)> {
         let slots = std::mem::take(&mut self.slots);
-        self.spilled
-            .extend(slots.into_iter().filter(|(_, s)| s.counts.samples > 0));
+        let used = slots.into_iter().filter(|x| x.1.counts.samples > 0);
+        self.spilled.extend(used.map(|Slot(w, s)| (w, s)));
         self.spilled
     }
 }
@@ -196,12 +204,14 @@ impl Worker<'_> {
         let start = keys.counts.len();
         keys.counts.reserve(raw.len());
         for (w, span) in &raw {
-            let (seen, site) = self.classify(w, span.first);
+            let (seen, site) = self.classify(w, (span.first, 0));
             // Binaries load while the counts are settled and sorted.
             if let Site::Found(Loc::User(dso, _)) = site {
                 self.load(&mut keys.sent, dso);
             }
-            if span.first == span.last || seen.holds_at(span.last) {
+            // Found for the first time at offset 0, the answer holds for
+            // every sample if their times are strictly between the changes.
+            if seen.holds_between(span.first, span.last) {
                 keys.push(self.merge, w, seen.seq, site, span.counts);
             } else {
                 who.insert(*w);
@@ -215,7 +225,7 @@ impl Worker<'_> {
                     pieces.push(span.pieces);
                     continue;
                 }
-                let (seen, site) = self.classify(w, span.first);
+                let (seen, site) = self.classify(w, (span.first, 0));
                 keys.push(self.merge, w, seen.seq, site, span.counts);
             }
         }
@@ -301,7 +311,7 @@ mod tests {
         let n = 3 * SLOTS as u64;
         for round in 0..3u64 {
             for ip in 0..n {
-                raw.add(who(ip), (100 - round, ip), 10 + round);
+                raw.add(who(ip), 100 - round, 10 + round);
             }
         }
         let mut counts: FxHashMap<Who, Span> = FxHashMap::default();
@@ -316,10 +326,10 @@ mod tests {
                 .or_insert(s);
         }
         assert_eq!(counts.len(), n as usize);
-        for (w, s) in &counts {
+        for s in counts.values() {
             assert_eq!(s.counts.samples, 3);
             assert_eq!(s.counts.period, 33);
-            assert_eq!((s.first, s.last), ((98, w.ip), (100, w.ip)));
+            assert_eq!((s.first, s.last), (98, 100));
         }
         let mut other = RawCounts::new();
         other.piece(3);
@@ -328,7 +338,7 @@ mod tests {
                 kernel: true,
                 ..who(1)
             },
-            (5, 0),
+            5,
             1,
         );
         let other = other.finish();
@@ -372,8 +382,8 @@ mod tests {
                 samples: n,
                 period: n,
             },
-            first: (first, 0),
-            last: (last, 0),
+            first,
+            last,
             pieces,
         };
         let raw = vec![

@@ -127,8 +127,13 @@ impl Seen {
         until: (u64::MAX, u64::MAX),
     };
 
-    pub(super) fn holds_at(&self, at: At) -> bool {
-        self.from < at && at < self.until
+    /// Whether the answer holds for every sample at the times `first` to
+    /// `last`, whatever their file offsets: whether those times are
+    /// strictly between the changes around it. At a change's own time only
+    /// the offset tells before from after, so that is not known here.
+    pub(super) fn holds_between(&self, first: u64, last: u64) -> bool {
+        let after = self.from == (0, 0) || self.from.0 < first;
+        after && last < self.until.0
     }
 }
 
@@ -195,12 +200,17 @@ mod tests {
     fn the_answer_holds_until_the_next_change_that_matters() {
         let h = history();
         let s = h.last(7, false, (15, 0));
-        assert!(s.holds_at((29, 0)) && !s.holds_at((45, 0)));
-        assert!(!s.holds_at((10, 100)) && s.holds_at((10, 101)));
+        assert!(s.holds_between(11, 29) && !s.holds_between(11, 45));
+        // A change's own time: before or after it only by file offset.
+        assert!(!s.holds_between(10, 29) && !s.holds_between(11, 30));
         let k = h.last(7, true, (15, 0));
-        assert!(k.holds_at((19, 0)) && !k.holds_at((25, 0)));
+        assert!(k.holds_between(19, 19) && !k.holds_between(19, 25));
         let never = h.last(99, false, (1, 0));
-        assert!(never.holds_at((u64::MAX - 1, 0)));
+        assert!(never.holds_between(0, u64::MAX - 1) && !never.holds_between(0, u64::MAX));
+        // Before a process's first change, from the start of time.
+        let first = h.last(8, false, (0, 0));
+        assert_eq!(first.seq, 0);
+        assert!(first.holds_between(0, 39) && !first.holds_between(0, 40));
     }
 
     #[test]
