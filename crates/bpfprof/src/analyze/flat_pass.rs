@@ -5,53 +5,44 @@
 //! and the state its process (maps, command) or the BPF symbols were in at
 //! its time. That state changes only at side-band records, some thousands
 //! in a recording of a million samples. So both cores read the file once,
-//! in pieces, keeping the side band and counting the samples by thread,
-//! address and mode, with the first and last time of each count. Then the
-//! side band is put in time order, and both cores settle their counts by
-//! (thread, address, mode, last change before the samples): a count whose
-//! samples fell between the same two changes that matter to it is settled
-//! whole, and the few that straddle one are counted again from the file,
-//! sample by sample. Last, the side band is replayed alone, and each count
-//! is settled as soon as the replay has applied the change it saw. When
-//! threads merge (no command or pid in the report), the workers find user
-//! locations themselves in a timeline of every process's maps, and count
-//! by location: a compiler run a thousand times is then one count per
-//! address, not one per process. The rows are those of the ordered pass
-//! (a test holds the two equal), without the cost of ordering every
-//! record, which was most of the reading.
+//! in pieces, keeping the side band and a compact copy of each sample;
+//! then the side band is put in time order, and both cores count the
+//! samples by (thread, address, mode, last change before the sample);
+//! last, the side band is replayed alone, and each count is settled as
+//! soon as the replay has applied the change it saw. When threads merge
+//! (no command or pid in the report), the workers find user locations
+//! themselves in a timeline of every process's maps, and count by
+//! location: a compiler run a thousand times is then one count per
+//! address, not one per process. The rows are those of
+//! the ordered pass (a test holds the two equal), without the cost of
+//! ordering every record, which was most of the reading.
 
-mod counting;
-mod history;
-mod keys;
-
+use std::collections::hash_map::Entry;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
 
-use perfdata::{record_type as rt, PerfFile, RawRecord, RoundOrder};
+use perfdata::{record_type as rt, PerfFile, Record, RoundOrder};
+use rustc_hash::FxHashMap;
 
-use super::events::{change_of, is_kernel_mode, owner, side_event, Event};
+use super::events::{change_of, is_kernel_mode, owner, side_event, Change, Event};
 use super::map_timeline::{At, MapTimeline};
-use super::profile::{LocRows, Pass, Profile, ProfileOptions};
+use super::profile::{Counts, LocRows, Pass, Profile, ProfileOptions};
 use crate::progress::Progress;
 use crate::symbolize::{DsoId, Loc};
-use counting::{KeyCounts, RawCounts, Who, Worker};
-use history::History;
-use keys::{Site, Tally};
 
 /// Pieces per worker, of about equal size: more than one, as a piece may
 /// hold more samples than another, and a worker may share its core with
 /// the symbol loader.
 const PIECES_PER_WORKER: usize = 8;
 
+/// The smallest SAMPLE record: a header and one field.
+const MIN_SAMPLE_SIZE: u64 = 16;
+
 /// One worker per core ([`crate::parallel::cores`]), and at least two: one
 /// core still reads and counts while the other loads symbols.
 fn workers() -> usize {
     crate::parallel::cores().max(2)
 }
-
-/// What one worker read: its pieces (index and what each held), and the
-/// raw counts of all their samples.
-type Read = (Vec<(usize, Piece)>, RawCounts);
 
 /// Run the pass; `None` when the file needs the ordered pass: compressed,
 /// damaged (the ordered pass reports how), or in an order perf's rounds
@@ -68,37 +59,30 @@ pub(super) fn run(
     let n = bounds.len() - 1;
     let merge = opts.merge_threads;
     let next = AtomicUsize::new(0);
-    let read = |tx: Sender<Msg>| -> Option<Read> {
-        let mut raw = RawCounts::new();
-        let mut pieces = Vec::new();
+    let read = |tx: Sender<Msg>| {
+        let mut out = Vec::new();
         while let Some(i) = take(&next, n) {
-            let (from, to) = (bounds[i], bounds[i + 1]);
-            // A piece that did not read to its end exactly (its start was
-            // no record's) or did not decode leaves the file to the
-            // ordered pass.
-            raw.piece(i);
-            pieces.push((i, read_piece(file, from, to, sampling, merge, &mut raw)?));
-            let _ = tx.send(Msg::Read(to - from));
+            out.push((
+                i,
+                read_piece(file, bounds[i], bounds[i + 1], sampling, merge),
+            ));
+            let _ = tx.send(Msg::Read(bounds[i + 1] - bounds[i]));
         }
-        Some((pieces, raw))
+        out
     };
     let mut done = 0;
+    let mut pieces: Vec<Option<Piece>> = (0..n).map(|_| None).collect();
     let read = on_workers(workers, read, |msg| {
         if let Msg::Read(bytes) = msg {
             done += bytes;
             progress.show(done);
         }
     });
-    let mut read: Vec<Read> = read.into_iter().collect::<Option<_>>()?;
-    let mut pieces: Vec<Option<Piece>> = (0..n).map(|_| None).collect();
-    let mut raws = Vec::with_capacity(read.len());
-    for (mine, raw) in read.drain(..) {
-        let indices: Vec<usize> = mine.iter().map(|&(i, _)| i).collect();
-        for (i, piece) in mine {
-            pieces[i] = Some(piece);
-        }
-        raws.push((indices, raw));
+    for (i, piece) in read.into_iter().flatten() {
+        pieces[i] = piece;
     }
+    // A piece that did not read to its end exactly (its start was no
+    // record's) or did not decode leaves the file to the ordered pass.
     let mut pieces: Vec<Piece> = pieces.into_iter().collect::<Option<_>>()?;
     let mut order = pieces[0].order.clone();
     for piece in &pieces[1..] {
@@ -117,38 +101,18 @@ pub(super) fn run(
     events.sort_by_key(|&((time, _), _)| time);
     let history = History::of(&events);
     let maps = MapTimeline::of(&events, |m| p.map_dso(m));
-    // Each worker settles a reader's counts, taken whole.
-    let raws: Vec<_> = raws
-        .into_iter()
-        .map(|r| std::sync::Mutex::new(Some(r)))
-        .collect();
     let next = AtomicUsize::new(0);
-    let settle = |tx: Sender<Msg>| {
+    let count = |tx: Sender<Msg>| {
         let w = Worker {
             merge,
             history: &history,
             maps: &maps,
             tx,
         };
-        let mut keys = KeyCounts::default();
-        while let Some(i) = take(&next, raws.len()) {
-            let Some((indices, counts)) = raws[i].lock().ok().and_then(|mut r| r.take()) else {
-                continue;
-            };
-            let straddle = w.settle(counts.finish(), &mut keys);
-            for &i in indices.iter().filter(|&&i| straddle.in_piece(i)) {
-                let (from, to) = (bounds[i], bounds[i + 1]);
-                recount(file, from, to, sampling, merge, |who, at, period| {
-                    if straddle.who.contains(who) {
-                        w.one(&mut keys, who, at, period);
-                    }
-                });
-            }
-        }
-        w.tally(keys)
+        w.count(&pieces, &next)
     };
-    // Symbols load while the workers settle.
-    let tallies = on_workers(workers, settle, |msg| {
+    // Symbols load while the workers count.
+    let tallies = on_workers(workers, count, |msg| {
         if let Msg::Dso(d) = msg {
             p.sym.prefetch(d);
         }
@@ -157,9 +121,14 @@ pub(super) fn run(
     for t in tallies {
         tally.merge(t);
     }
+    let mut samples = Vec::with_capacity(pieces.len());
     for piece in pieces {
         tally.merge(piece.totals);
+        samples.push(piece.samples);
     }
+    // Handing tens of megabytes back to the kernel takes milliseconds: on
+    // another core, while this one replays (or here, if no thread starts).
+    let _ = std::thread::Builder::new().spawn(move || drop(samples));
     Some(replay(p, opts, file, events, tally))
 }
 
@@ -201,7 +170,8 @@ fn take(next: &AtomicUsize, n: usize) -> Option<usize> {
 fn cut(file: &PerfFile, workers: usize) -> Vec<u64> {
     let start = file.raw_records().offset();
     let end = start + file.data_size();
-    let pieces = (workers * PIECES_PER_WORKER) as u64;
+    // Pieces stay under 1 GB, as samples keep their offset in 31 bits.
+    let pieces = ((workers * PIECES_PER_WORKER) as u64).max((end - start) >> 30);
     let step = (end - start) / pieces;
     let mut bounds = vec![start];
     for i in 1..pieces {
@@ -219,65 +189,51 @@ fn cut(file: &PerfFile, workers: usize) -> Vec<u64> {
 struct Piece {
     /// The side band, decoded while its pages are mapped.
     side: Vec<(At, Event)>,
+    start: u64,
+    samples: Vec<Compact>,
     order: RoundOrder,
     /// Totals of its samples (`counts` empty).
     totals: Tally,
 }
 
-/// A sample of the sampling event: whose, when, and its period; `None`
-/// for another event's, counted in `totals`. Read the same way when a
-/// piece is read again, so that a recount sees the same samples.
-fn sample_of(
-    file: &PerfFile,
-    r: &RawRecord<'_>,
-    sampling: usize,
-    merge: bool,
-    last_id: &mut Option<(u64, usize)>,
-    totals: &mut Tally,
-) -> perfdata::Result<Option<(Who, At, u64)>> {
-    let s = file.sample(r)?;
-    // Samples of one event follow each other: its id, asked once.
-    let attr = match *last_id {
-        Some((id, attr)) if id == s.id => attr,
-        _ => {
-            let attr = file.attr_index(s.id).unwrap_or(0);
-            *last_id = Some((s.id, attr));
-            attr
-        }
-    };
-    if attr != sampling {
-        if let Some(n) = totals.other.get_mut(attr) {
-            *n += 1;
-        }
-        return Ok(None);
-    }
-    let kernel = is_kernel_mode(r.header.misc, s.ip);
-    let (tid, pid) = owner(merge, kernel, s.tid, s.pid);
-    let period = s.period.max(1);
-    totals.total.add(period);
-    totals.first_time = totals.first_time.min(s.time);
-    totals.last_time = totals.last_time.max(s.time);
-    let who = Who {
-        pid,
-        tid,
-        ip: s.ip,
-        kernel,
-    };
-    Ok(Some((who, (r.time, r.offset), period)))
+/// A sample of the sampling event, with what counting needs, in 32 bytes:
+/// a big recording holds a million of them at once.
+struct Compact {
+    time: u64,
+    ip: u64,
+    /// Offset from the piece's start, and [`KERNEL_MODE`].
+    rel: u32,
+    period: u32,
+    /// Thread and process, or what stands for them when threads merge.
+    tid: u32,
+    pid: u32,
 }
 
-fn read_piece(
-    file: &PerfFile,
-    from: u64,
-    to: u64,
-    sampling: usize,
-    merge: bool,
-    raw: &mut RawCounts,
-) -> Option<Piece> {
+/// The bit of [`Compact::rel`] that says the sample is in kernel mode.
+const KERNEL_MODE: u32 = 1 << 31;
+
+impl Compact {
+    fn kernel(&self) -> bool {
+        self.rel & KERNEL_MODE != 0
+    }
+
+    fn at(&self, piece_start: u64) -> At {
+        (self.time, piece_start + u64::from(self.rel & !KERNEL_MODE))
+    }
+}
+
+fn read_piece(file: &PerfFile, from: u64, to: u64, sampling: usize, merge: bool) -> Option<Piece> {
+    if to - from >= u64::from(KERNEL_MODE) {
+        return None;
+    }
     let mut side = Vec::new();
+    // Room for as many samples as fit, so the vector never grows by
+    // copying; only the part filled takes memory.
+    let mut samples = Vec::with_capacity(((to - from) / MIN_SAMPLE_SIZE) as usize);
+    // A million samples fault in 8k pages otherwise: a tenth of the CPU.
+    crate::capture::sys::prefer_huge_pages(&mut samples);
     let mut totals = Tally::new(file.attrs().len());
     let mut raws = file.raw_records_between(from, to);
-    let mut last_id = None;
     for r in raws.by_ref() {
         let r = r.ok()?;
         match r.header.type_ {
@@ -292,44 +248,141 @@ fn read_piece(
                 continue;
             }
         }
-        if let Some((who, at, period)) =
-            sample_of(file, &r, sampling, merge, &mut last_id, &mut totals).ok()?
-        {
-            raw.add(who, at.0, period);
+        let Ok((_, Record::Sample(s), _)) = file.parse(&r) else {
+            return None;
+        };
+        let attr = file.attr_index(s.id).unwrap_or(0);
+        if attr != sampling {
+            totals.other[attr] += 1;
+            continue;
         }
+        let kernel = is_kernel_mode(r.header.misc, s.ip);
+        let (tid, pid) = owner(merge, kernel, s.tid, s.pid);
+        let period = s.period.max(1);
+        totals.total.add(period);
+        totals.first_time = totals.first_time.min(s.time);
+        totals.last_time = totals.last_time.max(s.time);
+        samples.push(Compact {
+            time: r.time,
+            ip: s.ip,
+            rel: (r.offset - from) as u32 | if kernel { KERNEL_MODE } else { 0 },
+            // Periods past 32 bits (4 s of cpu-clock) are left to the
+            // ordered pass.
+            period: u32::try_from(period).ok()?,
+            tid,
+            pid,
+        });
     }
     if raws.offset() != to {
         return None;
     }
     Some(Piece {
         side,
+        start: from,
+        samples,
         order: raws.round_order().clone(),
         totals,
     })
 }
 
-/// Read a piece again, handing each sample of the sampling event to
-/// `each`: for the counts that straddle a change. The piece read whole
-/// the first time, so it does again.
-fn recount(
-    file: &PerfFile,
-    from: u64,
-    to: u64,
-    sampling: usize,
-    merge: bool,
-    mut each: impl FnMut(&Who, At, u64),
-) {
-    let mut totals = Tally::new(file.attrs().len());
-    let mut last_id = None;
-    for r in file.raw_records_between(from, to).flatten() {
-        if r.header.type_ != rt::SAMPLE {
-            continue;
+/// When each process, and the BPF symbols, changed, numbered as
+/// [`super::memo::Changes`] numbers the changes in the ordered replay.
+#[derive(Default)]
+struct History {
+    processes: FxHashMap<u32, Vec<(At, u32)>>,
+    kernel: Vec<(At, u32)>,
+    /// Every address range a BPF symbol held at some time, merged: a
+    /// kernel address outside them is the same location all along.
+    bpf: Vec<(u64, u64)>,
+}
+
+impl History {
+    fn of(events: &[(At, Event)]) -> History {
+        let mut h = History::default();
+        let mut seq = 0;
+        for (at, ev) in events {
+            let list = match change_of(ev) {
+                Some(Change::Process(pid)) => h.processes.entry(pid).or_default(),
+                Some(Change::Kernel) => &mut h.kernel,
+                None => continue,
+            };
+            seq += 1;
+            list.push((*at, seq));
         }
-        if let Ok(Some((who, at, period))) =
-            sample_of(file, &r, sampling, merge, &mut last_id, &mut totals)
-        {
-            each(&who, at, period);
+        let mut bpf: Vec<(u64, u64)> = events
+            .iter()
+            .filter_map(|(_, ev)| match ev {
+                Event::Ksymbol(k) if !k.unregister && k.len > 0 => {
+                    Some((k.addr, k.addr.saturating_add(u64::from(k.len))))
+                }
+                _ => None,
+            })
+            .collect();
+        bpf.sort_unstable();
+        for (start, end) in bpf {
+            match h.bpf.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => h.bpf.push((start, end)),
+            }
         }
+        h
+    }
+
+    /// Whether a BPF symbol ever held `addr`.
+    fn may_be_bpf(&self, addr: u64) -> bool {
+        let i = self.bpf.partition_point(|r| r.0 <= addr);
+        i > 0 && addr < self.bpf[i - 1].1
+    }
+
+    /// The last change before `at` that a sample of `pid` depends on, as
+    /// [`super::memo::Changes::last`] answers in the ordered replay, and
+    /// the times between which that answer holds.
+    fn last(&self, pid: u32, kernel: bool, at: At) -> Seen {
+        let around = |list: &[(At, u32)]| {
+            let i = list.partition_point(|&(a, _)| a < at);
+            let (from, seq) = match i {
+                0 => ((0, 0), 0),
+                i => list[i - 1],
+            };
+            let until = list.get(i).map_or((u64::MAX, u64::MAX), |x| x.0);
+            Seen { seq, from, until }
+        };
+        let p = match self.processes.get(&pid) {
+            Some(list) => around(list),
+            None => Seen::ALWAYS,
+        };
+        match kernel {
+            true => {
+                let k = around(&self.kernel);
+                Seen {
+                    seq: p.seq.max(k.seq),
+                    from: p.from.max(k.from),
+                    until: p.until.min(k.until),
+                }
+            }
+            false => p,
+        }
+    }
+}
+
+/// The last change a sample saw, and the times after and before which
+/// another sample sees the same.
+#[derive(Clone, Copy)]
+struct Seen {
+    seq: u32,
+    from: At,
+    until: At,
+}
+
+impl Seen {
+    const ALWAYS: Seen = Seen {
+        seq: 0,
+        from: (0, 0),
+        until: (u64::MAX, u64::MAX),
+    };
+
+    fn holds_at(&self, at: At) -> bool {
+        self.from < at && at < self.until
     }
 }
 
@@ -340,6 +393,290 @@ enum Msg {
     Read(u64),
 }
 
+/// Samples counted alike: same thread, address, mode and last change
+/// seen; or, when threads merge, same location wherever it could be found
+/// while counting (all but code that may be BPF). A [`Site`] packed in
+/// `tag` and `addr`, so that a key takes 24 bytes: a report by thread has
+/// hundreds of thousands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Key {
+    seq: u32,
+    /// What `addr` is: see the `TAG_` constants.
+    tag: u32,
+    pid: u32,
+    tid: u32,
+    addr: u64,
+}
+
+// Tags of found locations sort as `Loc` does, so that counts by location
+// come out of the tally in location order.
+const TAG_USER: u32 = 0;
+const TAG_KERNEL: u32 = 1;
+const TAG_FOUND_KERNEL: u32 = 2;
+const TAG_FOUND_BPF: u32 = 3;
+/// Plus the shared object's id.
+const TAG_FOUND_USER: u32 = 4;
+const TAG_FOUND_UNKNOWN: u32 = u32::MAX;
+
+impl Key {
+    fn new(seq: u32, pid: u32, tid: u32, site: Site) -> Key {
+        let (tag, addr) = match site {
+            Site::User(ip) => (TAG_USER, ip),
+            Site::Kernel(ip) => (TAG_KERNEL, ip),
+            Site::Found(Loc::Kernel(a)) => (TAG_FOUND_KERNEL, a),
+            Site::Found(Loc::Bpf(b)) => (TAG_FOUND_BPF, u64::from(b)),
+            Site::Found(Loc::User(dso, rel)) => (TAG_FOUND_USER + dso, rel),
+            Site::Found(Loc::Unknown(a)) => (TAG_FOUND_UNKNOWN, a),
+        };
+        Key {
+            seq,
+            tag,
+            pid,
+            tid,
+            addr,
+        }
+    }
+
+    fn site(&self) -> Site {
+        match self.tag {
+            TAG_USER => Site::User(self.addr),
+            TAG_KERNEL => Site::Kernel(self.addr),
+            TAG_FOUND_KERNEL => Site::Found(Loc::Kernel(self.addr)),
+            TAG_FOUND_BPF => Site::Found(Loc::Bpf(self.addr as u32)),
+            TAG_FOUND_UNKNOWN => Site::Found(Loc::Unknown(self.addr)),
+            t => Site::Found(Loc::User(t - TAG_FOUND_USER, self.addr)),
+        }
+    }
+}
+
+/// Where a count's samples went: found while counting, or an address
+/// left for the replay to locate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Site {
+    Found(Loc),
+    Kernel(u64),
+    User(u64),
+}
+
+impl Site {
+    /// `loc`, if a [`Key`] can hold it (the shared object's id fits its
+    /// tag; four billion binaries would not).
+    fn found(loc: Loc) -> Option<Site> {
+        match loc {
+            Loc::User(dso, _) if dso >= TAG_FOUND_UNKNOWN - TAG_FOUND_USER => None,
+            _ => Some(Site::Found(loc)),
+        }
+    }
+}
+
+struct Tally {
+    /// Sorted by key, each key once.
+    counts: Vec<(Key, Counts)>,
+    /// Samples of events other than the sampling one, by attr index.
+    other: Vec<u64>,
+    total: Counts,
+    first_time: u64,
+    last_time: u64,
+}
+
+impl Tally {
+    fn new(attrs: usize) -> Tally {
+        Tally {
+            counts: Vec::new(),
+            other: vec![0; attrs],
+            total: Counts::default(),
+            first_time: u64::MAX,
+            last_time: 0,
+        }
+    }
+
+    fn merge(&mut self, o: Tally) {
+        if self.counts.is_empty() {
+            self.counts = o.counts;
+        } else if !o.counts.is_empty() {
+            self.merge_counts(o.counts);
+        }
+        if self.other.len() < o.other.len() {
+            self.other.resize(o.other.len(), 0);
+        }
+        for (a, n) in self.other.iter_mut().zip(o.other) {
+            *a += n;
+        }
+        self.total.merge(o.total);
+        self.first_time = self.first_time.min(o.first_time);
+        self.last_time = self.last_time.max(o.last_time);
+    }
+
+    fn merge_counts(&mut self, counts: Vec<(Key, Counts)>) {
+        let mut merged = Vec::with_capacity(self.counts.len() + counts.len());
+        let (mut a, mut b) = (
+            std::mem::take(&mut self.counts).into_iter().peekable(),
+            counts.into_iter().peekable(),
+        );
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x.0 == y.0 => {
+                    let (k, mut c) = a.next().expect("peeked");
+                    c.merge(b.next().expect("peeked").1);
+                    (k, c)
+                }
+                (Some(x), Some(y)) if x.0 < y.0 => a.next().expect("peeked"),
+                (Some(_), Some(_)) | (None, Some(_)) => b.next().expect("peeked"),
+                (Some(_), None) => a.next().expect("peeked"),
+                (None, None) => break,
+            };
+            merged.push(next);
+        }
+        self.counts = merged;
+    }
+}
+
+struct Worker<'a> {
+    merge: bool,
+    history: &'a History,
+    maps: &'a MapTimeline,
+    tx: Sender<Msg>,
+}
+
+impl Worker<'_> {
+    /// Count the samples of the pieces it takes.
+    fn count(&self, pieces: &[Piece], next: &AtomicUsize) -> Tally {
+        let mut counts: FxHashMap<Key, Counts> = FxHashMap::default();
+        let mut sent: Vec<bool> = Vec::new();
+        let mut cache = vec![EMPTY; SLOTS];
+        while let Some(i) = take(next, pieces.len()) {
+            let piece = &pieces[i];
+            for c in &piece.samples {
+                let (at, kernel, period) = (c.at(piece.start), c.kernel(), u64::from(c.period));
+                let slot = &mut cache[slot_of(c.pid, c.tid, c.ip)];
+                if slot.counts.samples > 0
+                    && slot.ip == c.ip
+                    && slot.pid == c.pid
+                    && slot.tid == c.tid
+                    && slot.kernel == kernel
+                    && slot.seen.holds_at(at)
+                {
+                    slot.counts.add(period);
+                    continue;
+                }
+                let bpf = kernel && self.history.may_be_bpf(c.ip);
+                let (seen, site) = match (self.merge, kernel, bpf) {
+                    // Merging threads, a location is all a count needs,
+                    // and only BPF code makes a kernel one depend on the
+                    // time.
+                    (true, true, false) => (Seen::ALWAYS, Site::Found(Loc::Kernel(c.ip))),
+                    (true, false, _) => {
+                        let (loc, from, until) = self.maps.locate(c.pid, c.ip, at);
+                        match Site::found(loc) {
+                            Some(site) => (
+                                Seen {
+                                    seq: 0,
+                                    from,
+                                    until,
+                                },
+                                site,
+                            ),
+                            None => (self.history.last(c.pid, false, at), Site::User(c.ip)),
+                        }
+                    }
+                    (_, true, _) => (self.history.last(c.pid, bpf, at), Site::Kernel(c.ip)),
+                    (false, false, _) => (self.history.last(c.pid, false, at), Site::User(c.ip)),
+                };
+                let new = Slot {
+                    ip: c.ip,
+                    pid: c.pid,
+                    tid: c.tid,
+                    kernel,
+                    seen,
+                    site,
+                    counts: Counts { samples: 1, period },
+                };
+                let old = std::mem::replace(slot, new);
+                self.store(&mut counts, &mut sent, old);
+            }
+        }
+        for slot in cache {
+            self.store(&mut counts, &mut sent, slot);
+        }
+        // Sorted here, on this core, for the replay.
+        let mut t = Tally::new(0);
+        t.counts = counts.into_iter().collect();
+        t.counts.sort_unstable_by_key(|&(k, _)| k);
+        t
+    }
+
+    /// Add what a cache slot counted to the counts; the first count of a
+    /// user address has its binary's symbols loaded.
+    fn store(&self, counts: &mut FxHashMap<Key, Counts>, sent: &mut Vec<bool>, slot: Slot) {
+        if slot.counts.samples == 0 {
+            return;
+        }
+        // Counts by location stand for every thread and process.
+        let (pid, tid) = match slot.site {
+            Site::Found(_) => (0, 0),
+            _ => (slot.pid, slot.tid),
+        };
+        let key = Key::new(slot.seen.seq, pid, tid, slot.site);
+        match counts.entry(key) {
+            Entry::Occupied(e) => e.into_mut().merge(slot.counts),
+            Entry::Vacant(e) => {
+                e.insert(slot.counts);
+                let dso = match slot.site {
+                    Site::Found(Loc::User(dso, _)) => Some(dso),
+                    Site::User(ip) => self.maps.any_dso(slot.pid, ip),
+                    _ => None,
+                };
+                if let Some(dso) = dso {
+                    let i = dso as usize;
+                    if sent.len() <= i {
+                        sent.resize(i + 1, false);
+                    }
+                    if !std::mem::replace(&mut sent[i], true) {
+                        let _ = self.tx.send(Msg::Dso(dso));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Slots of a worker's cache of recent counts: most samples repeat an
+/// address hit a moment ago, and a small table in front of the big one
+/// keeps them in the CPU cache.
+const SLOTS: usize = 1 << 12;
+
+/// Counts of samples like the last one that fell in this slot, not yet in
+/// the tally.
+#[derive(Clone, Copy)]
+struct Slot {
+    ip: u64,
+    pid: u32,
+    tid: u32,
+    kernel: bool,
+    seen: Seen,
+    site: Site,
+    /// Empty while 0 samples.
+    counts: Counts,
+}
+
+const EMPTY: Slot = Slot {
+    ip: 0,
+    pid: 0,
+    tid: 0,
+    kernel: false,
+    seen: Seen::ALWAYS,
+    site: Site::User(0),
+    counts: Counts {
+        samples: 0,
+        period: 0,
+    },
+};
+
+fn slot_of(pid: u32, tid: u32, ip: u64) -> usize {
+    let h = (ip ^ (u64::from(tid) << 40) ^ u64::from(pid)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> (64 - SLOTS.trailing_zeros())) as usize
+}
+
 /// Replay the side band, settling each count once the replay has applied
 /// the last change it saw.
 fn replay(
@@ -347,7 +684,7 @@ fn replay(
     opts: &ProfileOptions,
     file: &PerfFile,
     events: Vec<(At, Event)>,
-    mut tally: Tally,
+    tally: Tally,
 ) -> Pass {
     p.total.merge(tally.total);
     p.first_time = p.first_time.min(tally.first_time);
@@ -357,22 +694,23 @@ fn replay(
             .entry(file.attrs()[attr].name.clone())
             .or_default() += n;
     }
+    let counts = tally.counts;
     let mut rows = LocRows::default();
-    let mut next = tally.counts().peekable();
+    let mut next = counts.iter().peekable();
     let mut settle = |p: &mut Profile, seq: u32| {
         while let Some((k, c)) = next.next_if(|(k, _)| k.seq <= seq) {
             match k.site() {
                 // Each location once, and none that a BPF event could
                 // change: no other count lands on its row.
-                Site::Found(loc) if opts.merge_threads => rows.push_unique((0, 0, 0, loc), c),
+                Site::Found(loc) if opts.merge_threads => rows.push_unique((0, 0, 0, loc), *c),
                 Site::Found(loc) => {
-                    p.count_at(&mut rows, opts, (k.pid, k.tid, 0), loc, c);
+                    p.count_at(&mut rows, opts, (k.pid, k.tid, 0), loc, *c);
                 }
                 Site::Kernel(ip) => {
-                    p.settle(&mut rows, opts, (k.pid, k.tid, ip, true), c);
+                    p.settle(&mut rows, opts, (k.pid, k.tid, ip, true), *c);
                 }
                 Site::User(ip) => {
-                    p.settle(&mut rows, opts, (k.pid, k.tid, ip, false), c);
+                    p.settle(&mut rows, opts, (k.pid, k.tid, ip, false), *c);
                 }
             }
         }
@@ -397,7 +735,159 @@ fn replay(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use perfdata::Record;
+    use crate::analyze::events::{KsymbolEvent, MmapEvent};
+
+    fn mmap(pid: u32) -> Event {
+        Event::Mmap(Box::new(MmapEvent {
+            pid,
+            addr: 0x1000,
+            len: 0x1000,
+            pgoff: 0,
+            name: "/bin/x".into(),
+            build_id: None,
+        }))
+    }
+
+    fn ksym(addr: u64, len: u32, unregister: bool) -> Event {
+        Event::Ksymbol(Box::new(KsymbolEvent {
+            addr,
+            len,
+            unregister,
+            name: "bpf_prog_x".into(),
+            time: 0,
+        }))
+    }
+
+    /// The side band of the tests below, numbered as `Changes` numbers it
+    /// in the ordered replay: 1 = process 7, 2 = BPF, 3 = process 7
+    /// (an EXIT is no change), 4 = process 8, 5 and 6 = BPF.
+    fn history() -> History {
+        History::of(&[
+            ((10, 100), mmap(7)),
+            ((20, 200), ksym(0x5000, 0x100, false)),
+            ((20, 300), Event::Exit { pid: 9, tid: 9 }),
+            ((30, 400), mmap(7)),
+            ((40, 500), mmap(8)),
+            ((50, 600), ksym(0x5000, 0x100, true)),
+            ((60, 700), ksym(0x5080, 0x100, false)),
+        ])
+    }
+
+    #[test]
+    fn a_sample_sees_the_last_change_of_its_process_before_it() {
+        let h = history();
+        let at = |t, o| h.last(7, false, (t, o));
+        assert_eq!(at(5, 0).seq, 0);
+        assert_eq!(at(10, 99).seq, 0, "same time, earlier in the file");
+        assert_eq!(at(10, 101).seq, 1, "same time, later in the file");
+        assert_eq!(at(25, 0).seq, 1, "BPF events do not concern user code");
+        assert_eq!(at(35, 0).seq, 3);
+        assert_eq!(h.last(8, false, (35, 0)).seq, 0);
+        assert_eq!(h.last(8, false, (45, 0)).seq, 4);
+        assert_eq!(h.last(9, false, (99, 0)).seq, 0, "EXIT changes nothing");
+        // Kernel code sees the later of its process's and the BPF changes.
+        assert_eq!(h.last(7, true, (25, 0)).seq, 2);
+        assert_eq!(h.last(7, true, (35, 0)).seq, 3);
+        assert_eq!(h.last(7, true, (65, 0)).seq, 6);
+    }
+
+    #[test]
+    fn the_answer_holds_until_the_next_change_that_matters() {
+        let h = history();
+        let s = h.last(7, false, (15, 0));
+        assert!(s.holds_at((29, 0)) && !s.holds_at((45, 0)));
+        assert!(!s.holds_at((10, 100)) && s.holds_at((10, 101)));
+        let k = h.last(7, true, (15, 0));
+        assert!(k.holds_at((19, 0)) && !k.holds_at((25, 0)));
+        let never = h.last(99, false, (1, 0));
+        assert!(never.holds_at((u64::MAX - 1, 0)));
+    }
+
+    #[test]
+    fn bpf_ranges_cover_every_range_a_symbol_held() {
+        let h = history();
+        assert_eq!(h.bpf, vec![(0x5000, 0x5180)], "overlapping ranges merge");
+        assert!(h.may_be_bpf(0x5000) && h.may_be_bpf(0x517f));
+        assert!(!h.may_be_bpf(0x4fff) && !h.may_be_bpf(0x5180));
+    }
+
+    #[test]
+    fn keys_hold_every_site_and_sort_found_ones_as_locations_sort() {
+        let locs = [
+            Loc::Kernel(0xffff_ffff_8100_0000),
+            Loc::Bpf(7),
+            Loc::User(0, 0x10),
+            Loc::User(3, 0x10),
+            Loc::User(3, 0x20),
+            Loc::User(TAG_FOUND_UNKNOWN - TAG_FOUND_USER - 1, 0),
+            Loc::Unknown(0x1234),
+        ];
+        for w in locs.windows(2) {
+            assert!(w[0] < w[1], "the list is in location order");
+        }
+        let keys: Vec<Key> = locs
+            .iter()
+            .map(|&l| Key::new(0, 0, 0, Site::found(l).expect("fits")))
+            .collect();
+        for (k, &l) in keys.iter().zip(&locs) {
+            assert_eq!(k.site(), Site::Found(l));
+        }
+        for w in keys.windows(2) {
+            assert!(w[0] < w[1], "{:?} !< {:?}", w[0], w[1]);
+        }
+        for raw in [Site::User(5), Site::Kernel(5)] {
+            assert_eq!(Key::new(3, 1, 2, raw).site(), raw);
+        }
+        // A shared object id past what a tag holds is left to the replay.
+        assert_eq!(
+            Site::found(Loc::User(TAG_FOUND_UNKNOWN - TAG_FOUND_USER, 0)),
+            None
+        );
+        assert_eq!(std::mem::size_of::<Key>(), 24);
+    }
+
+    #[test]
+    fn tallies_merge_sorted_and_add_equal_keys() {
+        let key = |seq, ip| Key::new(seq, 1, 1, Site::User(ip));
+        let c = |n| Counts {
+            samples: n,
+            period: 10 * n,
+        };
+        let tally = |counts| Tally {
+            counts,
+            other: vec![1, 2],
+            total: c(1),
+            first_time: 5,
+            last_time: 6,
+        };
+        let mut a = tally(vec![
+            (key(0, 1), c(1)),
+            (key(0, 3), c(2)),
+            (key(2, 1), c(3)),
+        ]);
+        let b = Tally {
+            first_time: 2,
+            last_time: 9,
+            ..tally(vec![
+                (key(0, 2), c(4)),
+                (key(0, 3), c(5)),
+                (key(3, 0), c(6)),
+            ])
+        };
+        a.merge(b);
+        let want = vec![
+            (key(0, 1), c(1)),
+            (key(0, 2), c(4)),
+            (key(0, 3), c(7)),
+            (key(2, 1), c(3)),
+            (key(3, 0), c(6)),
+        ];
+        assert_eq!(a.counts, want);
+        assert_eq!(
+            (a.other, a.total, a.first_time, a.last_time),
+            (vec![2, 4], c(2), 2, 9)
+        );
+    }
 
     /// A file of `n` user samples of two processes, one of which maps its
     /// binary halfway through, in rounds of 10 records.
@@ -474,28 +964,14 @@ mod tests {
         let f = synthetic(200);
         let offsets: Vec<u64> = f.raw_records().map(|r| r.unwrap().offset).collect();
         let end = f.raw_records().offset() + f.data_size();
-        let read = |from| {
-            let mut raw = RawCounts::new();
-            read_piece(&f, from, end, 0, true, &mut raw).map(|p| (p, raw.finish()))
-        };
-        let (whole, raw) = read(offsets[0]).expect("the whole data");
+        let whole = read_piece(&f, offsets[0], end, 0, true).expect("the whole data");
         assert_eq!(whole.totals.total.samples, 200);
-        assert_eq!(raw.iter().map(|(_, s)| s.counts.samples).sum::<u64>(), 200);
         assert_eq!(whole.side.len(), 2);
         let from = offsets[50];
-        let (_, raw) = read(from).expect("from a record");
-        let after = f
-            .raw_records()
-            .map(|r| r.unwrap())
-            .filter(|r| r.offset >= from && r.header.type_ == rt::SAMPLE)
-            .count() as u64;
-        assert!(after < 200);
-        assert_eq!(
-            raw.iter().map(|(_, s)| s.counts.samples).sum::<u64>(),
-            after
-        );
+        let piece = read_piece(&f, from, end, 0, true).expect("from a record");
+        assert!(piece.samples.iter().all(|c| c.at(piece.start).1 >= from));
         for wrong in [from + 8, from + 16] {
-            assert!(read(wrong).is_none(), "{wrong}");
+            assert!(read_piece(&f, wrong, end, 0, true).is_none(), "{wrong}");
         }
     }
 
