@@ -21,7 +21,7 @@ use std::collections::hash_map::Entry;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
 
-use perfdata::{record_type as rt, PerfFile, Record, RoundOrder};
+use perfdata::{record_type as rt, PerfFile, RoundOrder};
 use rustc_hash::FxHashMap;
 
 use super::events::{change_of, is_kernel_mode, owner, side_event, Change, Event};
@@ -234,6 +234,7 @@ fn read_piece(file: &PerfFile, from: u64, to: u64, sampling: usize, merge: bool)
     crate::capture::sys::prefer_huge_pages(&mut samples);
     let mut totals = Tally::new(file.attrs().len());
     let mut raws = file.raw_records_between(from, to);
+    let mut last_id = None;
     for r in raws.by_ref() {
         let r = r.ok()?;
         match r.header.type_ {
@@ -248,10 +249,16 @@ fn read_piece(file: &PerfFile, from: u64, to: u64, sampling: usize, merge: bool)
                 continue;
             }
         }
-        let Ok((_, Record::Sample(s), _)) = file.parse(&r) else {
-            return None;
+        let s = file.sample(&r).ok()?;
+        // Samples of one event follow each other: its id, looked up once.
+        let attr = match last_id {
+            Some((id, attr)) if id == s.id => attr,
+            _ => {
+                let attr = file.attr_index(s.id).unwrap_or(0);
+                last_id = Some((s.id, attr));
+                attr
+            }
         };
-        let attr = file.attr_index(s.id).unwrap_or(0);
         if attr != sampling {
             totals.other[attr] += 1;
             continue;
@@ -736,6 +743,7 @@ fn replay(
 mod tests {
     use super::*;
     use crate::analyze::events::{KsymbolEvent, MmapEvent};
+    use perfdata::Record;
 
     fn mmap(pid: u32) -> Event {
         Event::Mmap(Box::new(MmapEvent {
