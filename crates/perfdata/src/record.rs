@@ -382,7 +382,7 @@ pub fn parse_record<'a>(
     Ok((h, rec, sid))
 }
 
-fn sample_attr<'x>(
+pub(crate) fn sample_attr<'x>(
     raw: &[u8],
     first: &'x EventAttr,
     attrs: &'x dyn AttrLookup,

@@ -391,7 +391,7 @@ fn drop_empty_packs(s: &str) -> String {
 /// cpp_demangle prints a template argument literal of a builtin integer
 /// type as a cast, `(unsigned int)2`; libiberty, and so perf, prints
 /// `2u` (and `2l`, `2ul`, `2ll`, `2ull`). On libLLVM's 146k C++ names, this
-/// was four fifths of those that read otherwise than `c++filt -p`.
+/// was nearly three quarters of those that read otherwise than `c++filt -p`.
 fn literal_suffixes(s: &str) -> String {
     const CASTS: [(&str, &str); 5] = [
         ("(unsigned int)", "u"),
