@@ -13,14 +13,17 @@ use object::elf;
 use object::read::elf::{ElfFile, FileHeader, SectionHeader, Sym as _};
 use object::{Object, ObjectSegment};
 
+pub use super::demangle::demangle;
 use super::file_map::FileBytes;
 
 #[derive(Debug, Clone, Copy)]
 struct Sym {
     start: u64,
     end: u64,
-    /// Offset of the name in the string table.
+    /// Offset of the name in the string table; for a PLT entry, its index
+    /// in [`ElfSymbols::plt_names`].
     name_off: u32,
+    plt: bool,
 }
 
 /// Marks a symbol whose name is one of several aliases that only their
@@ -40,6 +43,8 @@ struct Ties {
 pub struct ElfSymbols {
     syms: Vec<Sym>,
     ties: Ties,
+    /// `name@plt`, name as mangled, of each PLT entry.
+    plt_names: Vec<String>,
     /// The file, and where its string table lies in it.
     data: FileBytes,
     strtab: std::ops::Range<usize>,
@@ -55,6 +60,7 @@ impl Default for ElfSymbols {
         ElfSymbols {
             syms: Vec::new(),
             ties: Ties::default(),
+            plt_names: Vec::new(),
             data: FileBytes::Owned(Vec::new()),
             strtab: 0..0,
             segments: Vec::new(),
@@ -92,20 +98,63 @@ impl ElfSymbols {
             object::FileKind::Elf64 => read::<elf::FileHeader64<object::Endianness>>(&data)?,
             _ => return Err("not an ELF file".into()),
         };
-        let ((syms, ties), strtab, segments, build_id, has_symtab) = parsed;
-        Ok(ElfSymbols {
+        let ((syms, ties, plt), strtab, segments, build_id, has_symtab) = parsed;
+        let elf = ElfSymbols {
             syms,
             ties,
+            plt_names: Vec::new(),
             data,
             strtab,
             segments,
             build_id,
             has_symtab,
-        })
+        };
+        Ok(elf.with_plt(plt))
+    }
+
+    /// The symbols with PLT entries added, as perf adds them after the
+    /// fix-ups of the symbol table's own (so a zero-sized symbol before
+    /// the PLT, such as `_init`, reaches over it, and each entry takes
+    /// over where it starts).
+    fn with_plt(mut self, plt: Vec<(u64, u64, String)>) -> ElfSymbols {
+        if plt.is_empty() {
+            return self;
+        }
+        for (start, size, name) in plt {
+            self.syms.push(Sym {
+                start,
+                end: start + size,
+                name_off: self.plt_names.len() as u32,
+                plt: true,
+            });
+            self.plt_names.push(name);
+        }
+        // Stable: at an address the table's symbol also has, the entry
+        // comes after it, and so is the one found.
+        self.syms.sort_by_key(|s| s.start);
+        self
+    }
+
+    /// The PLT entries, to move to another file's symbols.
+    fn plt(&self) -> Vec<(u64, u64, String)> {
+        self.syms
+            .iter()
+            .filter(|s| s.plt)
+            .map(|s| {
+                (
+                    s.start,
+                    s.end - s.start,
+                    self.plt_names[s.name_off as usize].clone(),
+                )
+            })
+            .collect()
     }
 
     /// A symbol's name (mangled).
     fn name_of(&self, s: &Sym) -> Cow<'_, str> {
+        if s.plt {
+            return Cow::Borrowed(&self.plt_names[s.name_off as usize]);
+        }
         let strings = &self.data[self.strtab.clone()];
         if s.name_off != LAZY {
             return name_in(strings, s.name_off);
@@ -129,12 +178,20 @@ impl ElfSymbols {
 
     /// This file's segments with another file's symbols: a stripped
     /// binary with its separate debug file.
+    /// The PLT is the binary's: perf reads it from the file that runs.
     pub fn with_symbols_of(self, debug: ElfSymbols) -> ElfSymbols {
+        let plt = self.plt();
+        let debug = ElfSymbols {
+            syms: debug.syms.into_iter().filter(|s| !s.plt).collect(),
+            plt_names: Vec::new(),
+            ..debug
+        };
         ElfSymbols {
             segments: self.segments,
             build_id: self.build_id,
             ..debug
         }
+        .with_plt(plt)
     }
 
     /// The virtual address that file offset `off` is loaded at.
@@ -187,7 +244,7 @@ impl ElfSymbols {
 }
 
 type Parsed = (
-    (Vec<Sym>, Ties),
+    (Vec<Sym>, Ties, Vec<(u64, u64, String)>),
     std::ops::Range<usize>,
     Vec<(u64, u64, u64)>,
     Option<Vec<u8>>,
@@ -241,7 +298,10 @@ fn read<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<Par
         // in code (`_dl_start_user` in ld.so is one, with no size).
         let named = strings.get(name_off as usize).is_some_and(|&b| b != 0);
         let code = match s.st_type() {
-            elf::STT_FUNC => true,
+            // perf takes IFUNC symbols for functions: glibc's `memcpy` is
+            // one, at the address of the function of the same name that
+            // selects the implementation.
+            elf::STT_FUNC | elf::STT_GNU_IFUNC => true,
             elf::STT_NOTYPE => shndx != elf::SHN_ABS && defined && executable(shndx),
             _ => false,
         };
@@ -288,6 +348,7 @@ fn read<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<Par
             start: best.start,
             end: best.start + best.size,
             name_off,
+            plt: false,
         });
         i = j;
     }
@@ -297,7 +358,8 @@ fn read<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<Par
             syms[i].end = syms.get(i + 1).map_or(u64::MAX, |n| n.start);
         }
     }
-    Ok(((syms, ties), strtab, segments, build_id, has_symtab))
+    let plt = super::plt::entries(&file).unwrap_or_default();
+    Ok(((syms, ties, plt), strtab, segments, build_id, has_symtab))
 }
 
 /// The aliases perf's `choose_best_symbol` cannot tell apart by size and
@@ -354,128 +416,9 @@ fn preference(
     )
 }
 
-/// Rust and C++ names demangled as perf shows them by default: Rust
-/// without the hash, C++ as `c++filt -p` prints it (no outer parameter
-/// list, return type or clone suffix; local entities keep their enclosing
-/// function's parameters).
-pub fn demangle(name: &str) -> String {
-    if let Ok(d) = rustc_demangle::try_demangle(name) {
-        return format!("{d:#}");
-    }
-    if name.starts_with("_Z") {
-        // `.cold`, `.constprop.0`... are GCC clone suffixes, not mangling.
-        let base = name.split('.').next().unwrap_or(name);
-        if let Ok(d) = cpp_demangle::Symbol::new(base) {
-            if let Ok(full) = d.demangle(&cpp_demangle::DemangleOptions::default()) {
-                return strip_signature(&literal_suffixes(&drop_empty_packs(&full)));
-            }
-        }
-    }
-    name.to_string()
-}
-
-/// cpp_demangle prints an empty template parameter pack as an empty
-/// argument (`AnalysisManager<llvm::Function, >`); libiberty, and so perf,
-/// leaves it out. No C++ name has an empty argument otherwise.
-fn drop_empty_packs(s: &str) -> String {
-    if !s.contains(", >") && !s.contains(", , ") {
-        return s.to_string();
-    }
-    let mut out = s.replace(", , ", ", ");
-    while out.contains(", , ") {
-        out = out.replace(", , ", ", ");
-    }
-    out.replace(", >", ">")
-}
-
-/// cpp_demangle prints a template argument literal of a builtin integer
-/// type as a cast, `(unsigned int)2`; libiberty, and so perf, prints
-/// `2u` (and `2l`, `2ul`, `2ll`, `2ull`). On libLLVM's 146k C++ names, this
-/// was nearly three quarters of those that read otherwise than `c++filt -p`.
-fn literal_suffixes(s: &str) -> String {
-    const CASTS: [(&str, &str); 5] = [
-        ("(unsigned int)", "u"),
-        ("(long)", "l"),
-        ("(unsigned long)", "ul"),
-        ("(long long)", "ll"),
-        ("(unsigned long long)", "ull"),
-    ];
-    if !s.contains("int)") && !s.contains("long)") {
-        return s.to_string();
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    'next: while let Some(i) = rest.find('(') {
-        for (cast, suffix) in CASTS {
-            let Some(after) = rest[i..].strip_prefix(cast) else {
-                continue;
-            };
-            let sign = usize::from(after.starts_with('-'));
-            let digits = after[sign..].bytes().take_while(u8::is_ascii_digit).count();
-            let (number, tail) = after.split_at(sign + digits);
-            // Digits that go on into a name are no literal.
-            if digits == 0 || tail.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
-                continue;
-            }
-            out.push_str(&rest[..i]);
-            out.push_str(number);
-            out.push_str(suffix);
-            rest = tail;
-            continue 'next;
-        }
-        out.push_str(&rest[..=i]);
-        rest = &rest[i + 1..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// `ret ns::f<T>(args) const` → `ns::f<T>`.
-fn strip_signature(full: &str) -> String {
-    let mut s = full.trim_end();
-    for q in [" const", " volatile", " &&", " &", " noexcept"] {
-        while let Some(r) = s.strip_suffix(q) {
-            s = r;
-        }
-    }
-    if s.ends_with(')') {
-        let mut depth = 0i32;
-        for (i, c) in s.char_indices().rev() {
-            match c {
-                ')' => depth += 1,
-                '(' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        s = &s[..i];
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    // A return type (template functions) ends at the last space outside
-    // brackets, unless that space belongs to `operator new` and the like.
-    let mut depth = 0i32;
-    let mut cut = None;
-    let bytes = s.as_bytes();
-    for (i, &c) in bytes.iter().enumerate() {
-        match c {
-            b'(' | b'<' | b'{' | b'[' => depth += 1,
-            b')' | b'>' | b'}' | b']' => depth -= 1,
-            b' ' if depth == 0 && !s[..i].ends_with("operator") => cut = Some(i + 1),
-            _ => {}
-        }
-    }
-    match cut {
-        Some(i) if !s[..i].trim_end().ends_with("operator") => s[i..].to_string(),
-        _ => s.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{demangle, literal_suffixes, ElfSymbols, FileBytes, Sym, Ties, LAZY};
+    use super::{ElfSymbols, FileBytes, Sym, Ties, LAZY};
 
     #[test]
     fn tied_aliases_are_chosen_by_name_when_first_looked_up() {
@@ -489,11 +432,13 @@ mod tests {
                     start: 0x100,
                     end: 0x110,
                     name_off: LAZY,
+                    plt: false,
                 },
                 Sym {
                     start: 0x200,
                     end: 0x210,
                     name_off: LAZY,
+                    plt: false,
                 },
             ],
             ties: Ties {
@@ -515,6 +460,7 @@ mod tests {
             start,
             end,
             name_off: 0,
+            plt: false,
         };
         // An outer function with an inner symbol inside it, then one
         // that ends before the next starts.
@@ -570,63 +516,63 @@ mod tests {
         assert_eq!(e.lookup(0x8), None, "a data label is no symbol");
     }
 
-    /// A cast that is not before a literal stays.
+    /// glibc's `memcpy` and the like are IFUNC symbols at the address of
+    /// the code that picks an implementation; perf takes them for
+    /// functions, and shows a sample there under one of the names that
+    /// address has (readelf lists them).
     #[test]
-    fn only_literals_lose_their_cast() {
-        assert_eq!(
-            literal_suffixes("f<(unsigned int)2, (long)-3>"),
-            "f<2u, -3l>"
+    fn ifunc_symbols_are_functions() {
+        let Some(readelf) = testkit::tool("readelf") else {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI needs readelf (binutils)"
+            );
+            eprintln!("skipped: needs readelf (binutils)");
+            return;
+        };
+        let libc = format!("/usr/lib/{}-linux-gnu/libc.so.6", std::env::consts::ARCH);
+        let Ok(bytes) = std::fs::read(&libc) else {
+            assert!(std::env::var_os("CI").is_none(), "CI needs {libc}");
+            eprintln!("skipped: no {libc}");
+            return;
+        };
+        let e = ElfSymbols::parse(FileBytes::Owned(bytes)).unwrap();
+        let out = std::process::Command::new(readelf)
+            .args(["--dyn-syms", "-W", &libc])
+            .output()
+            .unwrap();
+        // (value, type, name without its version) of each defined symbol.
+        let syms: Vec<(u64, String, String)> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                if f.len() < 8 || f[6] == "UND" {
+                    return None;
+                }
+                let value = u64::from_str_radix(f[1], 16).ok()?;
+                let name = f[7].split('@').next()?.to_string();
+                Some((value, f[3].to_string(), name))
+            })
+            .collect();
+        let ifuncs: Vec<u64> = syms
+            .iter()
+            .filter(|s| s.1 == "IFUNC")
+            .map(|s| s.0)
+            .collect();
+        assert!(
+            ifuncs.len() > 20,
+            "{} IFUNC symbols in {libc}",
+            ifuncs.len()
         );
-        assert_eq!(literal_suffixes("f<(long long)7>"), "f<7ll>");
-        assert_eq!(literal_suffixes("f<(unsigned long long)0>"), "f<0ull>");
-        for same in [
-            "f<(long)x>",
-            "f<(long)2x>",
-            "g(long)",
-            "h<(char)97>",
-            "(unsigned int)",
-        ] {
-            assert_eq!(literal_suffixes(same), same);
-        }
-    }
-
-    /// Expected values are `c++filt -p` (binutils 2.40) on this machine,
-    /// which is how perf's default demangling prints them.
-    #[test]
-    fn cpp_names_read_like_cxxfilt_p() {
-        for (mangled, want) in [
-            (
-                "_ZZN6fuzzer6Fuzzer6RunOneEPKhmbPNS_9InputInfoEbPbENKUljE_clEj",
-                "fuzzer::Fuzzer::RunOne(unsigned char const*, unsigned long, bool, fuzzer::InputInfo*, bool, bool*)::{lambda(unsigned int)#1}::operator()",
-            ),
-            ("_ZNSt6vectorIiSaIiEE9push_backERKi", "std::vector<int, std::allocator<int> >::push_back"),
-            ("_ZNK3foo3barEv", "foo::bar"),
-            ("_ZN3fooplERKS_", "foo::operator+"),
-            ("_ZN12_GLOBAL__N_13bazEi", "(anonymous namespace)::baz"),
-            ("_ZN6fuzzer10RunOneTestEPNS_6FuzzerEPKcm.cold", "fuzzer::RunOneTest"),
-            ("_Znwm", "operator new"),
-            ("_ZN9__gnu_cxx13new_allocatorIcE8allocateEmPKv", "__gnu_cxx::new_allocator<char>::allocate"),
-            // Integer literals as template arguments, from cc1 and libLLVM.
-            ("_Z15pp_wide_integerILj1ElEvP14pretty_printerRK12poly_int_podIXT_ET0_E", "pp_wide_integer<1u, long>"),
-            (
-                "_ZNK4llvm12PatternMatch17constantint_matchILln1EE5matchINS_5ValueEEEbPT_",
-                "llvm::PatternMatch::constantint_match<-1l>::match<llvm::Value>",
-            ),
-            (
-                "_ZL19decodeRegisterClassILm32EEN4llvm14MCDisassembler12DecodeStatusERNS0_6MCInstEmRAT__Kt",
-                "decodeRegisterClass<32ul>",
-            ),
-            (
-                "_ZN4llvm12SparseSolverINS_14PointerIntPairIPNS_5ValueELj2EN12_GLOBAL__N_111IPOGroupingENS_21PointerLikeTypeTraitsIS3_EENS_18PointerIntPairInfoIS3_Lj2ES7_EEEENS4_13CVPLatticeValENS_14LatticeKeyInfoISA_EEE9visitInstERNS_11InstructionE",
-                "llvm::SparseSolver<llvm::PointerIntPair<llvm::Value*, 2u, (anonymous namespace)::IPOGrouping, llvm::PointerLikeTypeTraits<llvm::Value*>, llvm::PointerIntPairInfo<llvm::Value*, 2u, llvm::PointerLikeTypeTraits<llvm::Value*> > >, (anonymous namespace)::CVPLatticeVal, llvm::LatticeKeyInfo<llvm::PointerIntPair<llvm::Value*, 2u, (anonymous namespace)::IPOGrouping, llvm::PointerLikeTypeTraits<llvm::Value*>, llvm::PointerIntPairInfo<llvm::Value*, 2u, llvm::PointerLikeTypeTraits<llvm::Value*> > > > >::visitInst",
-            ),
-            // An empty parameter pack (`JE`), from libLLVM.
-            (
-                "_ZN4llvm15AnalysisManagerINS_15MachineFunctionEJEE13getResultImplEPNS_11AnalysisKeyERS1_",
-                "llvm::AnalysisManager<llvm::MachineFunction>::getResultImpl",
-            ),
-        ] {
-            assert_eq!(demangle(mangled), want, "{mangled}");
+        for at in ifuncs {
+            let names: Vec<&str> = syms
+                .iter()
+                .filter(|s| s.0 == at && (s.1 == "IFUNC" || s.1 == "FUNC"))
+                .map(|s| s.2.as_str())
+                .collect();
+            let (name, start) = e.lookup(at).expect("a symbol at an IFUNC's address");
+            assert_eq!(start, at, "{names:?}");
+            assert!(names.contains(&&*name), "{name} is none of {names:?}");
         }
     }
 }

@@ -5,12 +5,15 @@
 
 pub mod bpf;
 mod debug_files;
+mod demangle;
 pub mod elf;
 mod file_map;
 pub mod kallsyms;
 mod kallsyms_cache;
 pub mod kcore;
+pub mod libiberty;
 mod loader;
+mod plt;
 mod threads;
 mod user_syms;
 
