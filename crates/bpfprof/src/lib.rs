@@ -8,6 +8,7 @@
 
 pub mod analyze;
 pub mod capture;
+mod huge_vec;
 pub mod parallel;
 pub mod progress;
 pub mod symbolize;

@@ -27,6 +27,7 @@ use rustc_hash::FxHashMap;
 use super::events::{change_of, is_kernel_mode, owner, side_event, Change, Event};
 use super::map_timeline::{At, MapTimeline};
 use super::profile::{Counts, LocRows, Pass, Profile, ProfileOptions};
+use crate::huge_vec::HugeVec;
 use crate::progress::Progress;
 use crate::symbolize::{DsoId, Loc};
 
@@ -190,7 +191,7 @@ struct Piece {
     /// The side band, decoded while its pages are mapped.
     side: Vec<(At, Event)>,
     start: u64,
-    samples: Vec<Compact>,
+    samples: HugeVec<Compact>,
     order: RoundOrder,
     /// Totals of its samples (`counts` empty).
     totals: Tally,
@@ -198,6 +199,7 @@ struct Piece {
 
 /// A sample of the sampling event, with what counting needs, in 32 bytes:
 /// a big recording holds a million of them at once.
+#[derive(Clone, Copy)]
 struct Compact {
     time: u64,
     ip: u64,
@@ -227,11 +229,9 @@ fn read_piece(file: &PerfFile, from: u64, to: u64, sampling: usize, merge: bool)
         return None;
     }
     let mut side = Vec::new();
-    // Room for as many samples as fit, so the vector never grows by
-    // copying; only the part filled takes memory.
-    let mut samples = Vec::with_capacity(((to - from) / MIN_SAMPLE_SIZE) as usize);
-    // A million samples fault in 8k pages otherwise: a tenth of the CPU.
-    crate::capture::sys::prefer_huge_pages(&mut samples);
+    // Room for as many samples as fit; only the part filled takes memory,
+    // in huge pages where the kernel has them.
+    let mut samples = HugeVec::with_capacity(((to - from) / MIN_SAMPLE_SIZE) as usize)?;
     let mut totals = Tally::new(file.attrs().len());
     let mut raws = file.raw_records_between(from, to);
     let mut last_id = None;
@@ -269,16 +269,18 @@ fn read_piece(file: &PerfFile, from: u64, to: u64, sampling: usize, merge: bool)
         totals.total.add(period);
         totals.first_time = totals.first_time.min(s.time);
         totals.last_time = totals.last_time.max(s.time);
-        samples.push(Compact {
-            time: r.time,
-            ip: s.ip,
-            rel: (r.offset - from) as u32 | if kernel { KERNEL_MODE } else { 0 },
-            // Periods past 32 bits (4 s of cpu-clock) are left to the
-            // ordered pass.
-            period: u32::try_from(period).ok()?,
-            tid,
-            pid,
-        });
+        samples
+            .push(Compact {
+                time: r.time,
+                ip: s.ip,
+                rel: (r.offset - from) as u32 | if kernel { KERNEL_MODE } else { 0 },
+                // Periods past 32 bits (4 s of cpu-clock) are left to the
+                // ordered pass.
+                period: u32::try_from(period).ok()?,
+                tid,
+                pid,
+            })
+            .ok()?;
     }
     if raws.offset() != to {
         return None;
@@ -569,7 +571,7 @@ impl Worker<'_> {
         let mut cache = vec![EMPTY; SLOTS];
         while let Some(i) = take(next, pieces.len()) {
             let piece = &pieces[i];
-            for c in &piece.samples {
+            for c in piece.samples.iter() {
                 let (at, kernel, period) = (c.at(piece.start), c.kernel(), u64::from(c.period));
                 let slot = &mut cache[slot_of(c.pid, c.tid, c.ip)];
                 if slot.counts.samples > 0

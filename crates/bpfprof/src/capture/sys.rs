@@ -445,27 +445,6 @@ pub fn keep_big_blocks_in_heap() {
     }
 }
 
-/// Ask for huge pages under a big buffer about to be filled: one page
-/// fault per 2 MB instead of per 4 KB, where the kernel allows them
-/// (transparent huge pages set to `madvise` or `always`). Only the whole
-/// huge pages inside the buffer are advised; advice only, so a refusal
-/// changes nothing.
-pub fn prefer_huge_pages<T>(buf: &mut Vec<T>) {
-    const HUGE: usize = 2 << 20;
-    let start = buf.as_mut_ptr() as usize;
-    let len = buf.capacity() * std::mem::size_of::<T>();
-    let from = start.next_multiple_of(HUGE);
-    let to = (start + len) / HUGE * HUGE;
-    if to > from {
-        // SAFETY: MADV_HUGEPAGE changes how future faults of these pages
-        // are served, never their contents; the range lies inside the
-        // vector's own allocation, which outlives the call.
-        unsafe {
-            libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE);
-        }
-    }
-}
-
 /// Whether a stop signal arrived, and which.
 pub fn stop_requested() -> Option<i32> {
     STOP.load(Ordering::SeqCst)
