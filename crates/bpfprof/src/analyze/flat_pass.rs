@@ -13,7 +13,9 @@
 //! (no command or pid in the report), the workers find user locations
 //! themselves in a timeline of every process's maps, and count by
 //! location: a compiler run a thousand times is then one count per
-//! address, not one per process. The rows are those of
+//! address, not one per process; kernel samples in the kernel's own text
+//! are counted by address while the file is read (`kernel_text`). The
+//! rows are those of
 //! the ordered pass (a test holds the two equal), without the cost of
 //! ordering every record, which was most of the reading.
 
@@ -25,6 +27,7 @@ use perfdata::{record_type as rt, PerfFile, RoundOrder};
 use rustc_hash::FxHashMap;
 
 use super::events::{change_of, is_kernel_mode, owner, side_event, Change, Event};
+use super::kernel_text::{self, TextCounts};
 use super::map_timeline::{At, MapTimeline};
 use super::profile::{Counts, LocRows, Pass, Profile, ProfileOptions};
 use crate::huge_vec::HugeVec;
@@ -59,17 +62,20 @@ pub(super) fn run(
     let bounds = cut(file, workers);
     let n = bounds.len() - 1;
     let merge = opts.merge_threads;
+    // Merging threads, kernel samples outside any BPF code are counted as
+    // they are read (see `kernel_text`).
+    let text = if merge { kernel_text::of(file) } else { None };
     let next = AtomicUsize::new(0);
     let read = |tx: Sender<Msg>| {
         let mut out = Vec::new();
+        let mut direct = text.map(TextCounts::new);
         while let Some(i) = take(&next, n) {
-            out.push((
-                i,
-                read_piece(file, bounds[i], bounds[i + 1], sampling, merge),
-            ));
-            let _ = tx.send(Msg::Read(bounds[i + 1] - bounds[i]));
+            let (from, to) = (bounds[i], bounds[i + 1]);
+            let piece = read_piece(file, from, to, sampling, merge, direct.as_mut());
+            out.push((i, piece));
+            let _ = tx.send(Msg::Read(to - from));
         }
-        out
+        (out, direct)
     };
     let mut done = 0;
     let mut pieces: Vec<Option<Piece>> = (0..n).map(|_| None).collect();
@@ -79,8 +85,12 @@ pub(super) fn run(
             progress.show(done);
         }
     });
-    for (i, piece) in read.into_iter().flatten() {
-        pieces[i] = piece;
+    let mut direct = Vec::new();
+    for (out, d) in read {
+        for (i, piece) in out {
+            pieces[i] = piece;
+        }
+        direct.extend(d);
     }
     // A piece that did not read to its end exactly (its start was no
     // record's) or did not decode leaves the file to the ordered pass.
@@ -101,6 +111,12 @@ pub(super) fn run(
     }
     events.sort_by_key(|&((time, _), _)| time);
     let history = History::of(&events);
+    if let Some((start, end)) = text {
+        // Never seen, but then the samples counted by address were wrong.
+        if history.bpf.iter().any(|r| r.0 < end && start < r.1) {
+            return None;
+        }
+    }
     let maps = MapTimeline::of(&events, |m| p.map_dso(m));
     let next = AtomicUsize::new(0);
     let count = |tx: Sender<Msg>| {
@@ -121,6 +137,11 @@ pub(super) fn run(
     let mut tally = Tally::new(0);
     for t in tallies {
         tally.merge(t);
+    }
+    for d in direct {
+        let kernel = |ip| Key::new(0, 0, 0, Site::Found(Loc::Kernel(ip)));
+        let counts = d.into_sorted().into_iter().map(|(ip, c)| (kernel(ip), c));
+        tally.merge(Tally::of(counts.collect()));
     }
     let mut samples = Vec::with_capacity(pieces.len());
     for piece in pieces {
@@ -224,7 +245,15 @@ impl Compact {
     }
 }
 
-fn read_piece(file: &PerfFile, from: u64, to: u64, sampling: usize, merge: bool) -> Option<Piece> {
+/// Read a piece; kernel samples that `direct` takes are counted there.
+fn read_piece(
+    file: &PerfFile,
+    from: u64,
+    to: u64,
+    sampling: usize,
+    merge: bool,
+    mut direct: Option<&mut TextCounts>,
+) -> Option<Piece> {
     if to - from >= u64::from(KERNEL_MODE) {
         return None;
     }
@@ -269,6 +298,11 @@ fn read_piece(file: &PerfFile, from: u64, to: u64, sampling: usize, merge: bool)
         totals.total.add(period);
         totals.first_time = totals.first_time.min(s.time);
         totals.last_time = totals.last_time.max(s.time);
+        if let Some(d) = direct.as_deref_mut() {
+            if kernel && d.add(s.ip, period) {
+                continue;
+            }
+        }
         samples
             .push(Compact {
                 time: r.time,
@@ -990,14 +1024,17 @@ mod tests {
         let f = synthetic(200);
         let offsets: Vec<u64> = f.raw_records().map(|r| r.unwrap().offset).collect();
         let end = f.raw_records().offset() + f.data_size();
-        let whole = read_piece(&f, offsets[0], end, 0, true).expect("the whole data");
+        let whole = read_piece(&f, offsets[0], end, 0, true, None).expect("the whole data");
         assert_eq!(whole.totals.total.samples, 200);
         assert_eq!(whole.side.len(), 2);
         let from = offsets[50];
-        let piece = read_piece(&f, from, end, 0, true).expect("from a record");
+        let piece = read_piece(&f, from, end, 0, true, None).expect("from a record");
         assert!(piece.samples.iter().all(|c| c.at(piece.start).1 >= from));
         for wrong in [from + 8, from + 16] {
-            assert!(read_piece(&f, wrong, end, 0, true).is_none(), "{wrong}");
+            assert!(
+                read_piece(&f, wrong, end, 0, true, None).is_none(),
+                "{wrong}"
+            );
         }
     }
 
@@ -1050,5 +1087,112 @@ mod tests {
         // In order, the same map takes the flat pass.
         let p = Profile::build(&synthetic_mapping_at(400, None), &opts).unwrap();
         assert!(!p.ordered_pass);
+    }
+
+    /// Kernel samples in the kernel's text (perf's `[kernel.kallsyms]_text`
+    /// map), half of them at one address, and, if `bpf_in_text`, a BPF
+    /// symbol registered inside that text.
+    fn kernel_file(bpf_in_text: bool) -> PerfFile {
+        use perfdata::{sample_type as st, AttrEntry, EventAttr, PerfFileWriter, Sample, SampleId};
+        let attr = EventAttr {
+            type_: perfdata::event_type::SOFTWARE,
+            sample_type: st::IP | st::TID | st::TIME | st::PERIOD,
+            flags: perfdata::flags::SAMPLE_ID_ALL,
+            ..Default::default()
+        };
+        let attrs = [AttrEntry {
+            attr,
+            ids: vec![],
+            name: "cpu-clock".into(),
+        }];
+        let mut w = PerfFileWriter::new(std::io::Cursor::new(Vec::new()), &attrs).unwrap();
+        let sid = |pid: u32, time: u64| SampleId {
+            pid,
+            tid: pid,
+            time,
+            ..Default::default()
+        };
+        let text = Record::Mmap(perfdata::Mmap {
+            pid: u32::MAX,
+            tid: 0,
+            addr: 0xffff_ffff_8100_0000,
+            len: 0x10_0000,
+            pgoff: 0xffff_ffff_8100_0000,
+            filename: b"[kernel.kallsyms]_text",
+        });
+        w.write(&text, perfdata::misc::KERNEL, &sid(u32::MAX, 0))
+            .unwrap();
+        for i in 0..300u64 {
+            if bpf_in_text && i == 150 {
+                let k = Record::Ksymbol(perfdata::Ksymbol {
+                    addr: 0xffff_ffff_8100_0100,
+                    len: 0x100,
+                    ksym_type: 1,
+                    flags: 0,
+                    name: b"bpf_prog_0123456789abcdef_f",
+                });
+                w.write(&k, perfdata::misc::KERNEL, &sid(0, 10 + i))
+                    .unwrap();
+            }
+            let ip = match i % 2 {
+                0 => 0xffff_ffff_8100_0180,
+                _ => 0xffff_ffff_8100_0000 + 0x1000 * (i % 7),
+            };
+            let s = Sample {
+                ip,
+                pid: 7,
+                tid: 7,
+                time: 10 + i,
+                addr: 0,
+                id: 0,
+                stream_id: 0,
+                cpu: 0,
+                period: 1000,
+                callchain: None,
+            };
+            w.write(&Record::Sample(s), perfdata::misc::KERNEL, &sid(7, 10 + i))
+                .unwrap();
+        }
+        let bytes = w.finish(&Default::default()).unwrap().into_inner();
+        PerfFile::from_bytes(bytes).unwrap()
+    }
+
+    /// Kernel samples counted by address as they are read, and the file
+    /// left to the ordered pass when a BPF symbol ever sat in the text.
+    #[test]
+    fn kernel_text_samples_are_counted_as_read_unless_bpf_was_there() {
+        let rows = |p: &Profile| {
+            let mut v: Vec<(u64, String, u64)> = p
+                .rows
+                .iter()
+                .map(|(k, c)| {
+                    let s = &p.sym.syms[k.frame.sym as usize];
+                    (s.start, s.name.clone(), c.samples)
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        for bpf_in_text in [false, true] {
+            let f = kernel_file(bpf_in_text);
+            assert_eq!(
+                kernel_text::of(&f),
+                Some((0xffff_ffff_8100_0000, 0xffff_ffff_8110_0000))
+            );
+            let build = |ordered| {
+                let opts = ProfileOptions {
+                    ordered,
+                    merge_threads: true,
+                    ..ProfileOptions::default()
+                };
+                Profile::build(&f, &opts).unwrap()
+            };
+            let (flat, ordered) = (build(false), build(true));
+            assert_eq!(flat.ordered_pass, bpf_in_text);
+            assert_eq!(flat.total.samples, 300);
+            assert_eq!(rows(&flat), rows(&ordered));
+            let at_180 = rows(&flat).iter().filter(|r| r.2 >= 75).count();
+            assert!(at_180 >= 1, "{:?}", rows(&flat));
+        }
     }
 }

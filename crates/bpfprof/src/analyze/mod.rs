@@ -8,6 +8,7 @@ pub mod callgraph;
 mod early_frames;
 mod events;
 mod flat_pass;
+mod kernel_text;
 mod map_timeline;
 mod memo;
 pub mod profile;
