@@ -66,16 +66,22 @@ pub(super) fn run(
     // they are read (see `kernel_text`).
     let text = if merge { kernel_text::of(file) } else { None };
     let next = AtomicUsize::new(0);
+    // Each reader's copies in one buffer: a huge page per piece left half
+    // of each page unused (zeroed for nothing).
+    let room = (file.data_size() / MIN_SAMPLE_SIZE) as usize;
     let read = |tx: Sender<Msg>| {
         let mut out = Vec::new();
         let mut direct = text.map(TextCounts::new);
+        let mut copies = HugeVec::with_capacity(room);
         while let Some(i) = take(&next, n) {
             let (from, to) = (bounds[i], bounds[i + 1]);
-            let piece = read_piece(file, from, to, sampling, merge, direct.as_mut());
+            let piece = copies
+                .as_mut()
+                .and_then(|c| read_piece(file, from, to, sampling, merge, c, direct.as_mut()));
             out.push((i, piece));
             let _ = tx.send(Msg::Read(to - from));
         }
-        (out, direct)
+        (out, direct, copies)
     };
     let mut done = 0;
     let mut pieces: Vec<Option<Piece>> = (0..n).map(|_| None).collect();
@@ -86,11 +92,16 @@ pub(super) fn run(
         }
     });
     let mut direct = Vec::new();
-    for (out, d) in read {
+    let mut copies = Vec::with_capacity(workers);
+    for (out, d, c) in read {
         for (i, piece) in out {
-            pieces[i] = piece;
+            pieces[i] = piece.map(|p| Piece {
+                reader: copies.len(),
+                ..p
+            });
         }
         direct.extend(d);
+        copies.push(c?);
     }
     // A piece that did not read to its end exactly (its start was no
     // record's) or did not decode leaves the file to the ordered pass.
@@ -121,6 +132,7 @@ pub(super) fn run(
     let next = AtomicUsize::new(0);
     let count = |tx: Sender<Msg>| {
         let w = Worker {
+            copies: &copies,
             merge,
             history: &history,
             maps: &maps,
@@ -143,14 +155,12 @@ pub(super) fn run(
         let counts = d.into_sorted().into_iter().map(|(ip, c)| (kernel(ip), c));
         tally.merge(Tally::of(counts.collect()));
     }
-    let mut samples = Vec::with_capacity(pieces.len());
     for piece in pieces {
         tally.merge(piece.totals);
-        samples.push(piece.samples);
     }
     // Handing tens of megabytes back to the kernel takes milliseconds: on
     // another core, while this one replays (or here, if no thread starts).
-    let _ = std::thread::Builder::new().spawn(move || drop(samples));
+    let _ = std::thread::Builder::new().spawn(move || drop(copies));
     Some(replay(p, opts, file, events, tally))
 }
 
@@ -212,7 +222,9 @@ struct Piece {
     /// The side band, decoded while its pages are mapped.
     side: Vec<(At, Event)>,
     start: u64,
-    samples: HugeVec<Compact>,
+    /// Its samples' copies: which reader's buffer, and where in it.
+    reader: usize,
+    samples: std::ops::Range<usize>,
     order: RoundOrder,
     /// Totals of its samples (`counts` empty).
     totals: Tally,
@@ -252,15 +264,14 @@ fn read_piece(
     to: u64,
     sampling: usize,
     merge: bool,
+    copies: &mut HugeVec<Compact>,
     mut direct: Option<&mut TextCounts>,
 ) -> Option<Piece> {
     if to - from >= u64::from(KERNEL_MODE) {
         return None;
     }
     let mut side = Vec::new();
-    // Room for as many samples as fit; only the part filled takes memory,
-    // in huge pages where the kernel has them.
-    let mut samples = HugeVec::with_capacity(((to - from) / MIN_SAMPLE_SIZE) as usize)?;
+    let first = copies.len();
     let mut totals = Tally::new(file.attrs().len());
     let mut raws = file.raw_records_between(from, to);
     let mut last_id = None;
@@ -303,7 +314,7 @@ fn read_piece(
                 continue;
             }
         }
-        samples
+        copies
             .push(Compact {
                 time: r.time,
                 ip: s.ip,
@@ -322,7 +333,8 @@ fn read_piece(
     Some(Piece {
         side,
         start: from,
-        samples,
+        reader: 0,
+        samples: first..copies.len(),
         order: raws.round_order().clone(),
         totals,
     })
@@ -591,6 +603,8 @@ impl Iterator for Merged {
 }
 
 struct Worker<'a> {
+    /// Each reader's sample copies.
+    copies: &'a [HugeVec<Compact>],
     merge: bool,
     history: &'a History,
     maps: &'a MapTimeline,
@@ -605,7 +619,7 @@ impl Worker<'_> {
         let mut cache = vec![EMPTY; SLOTS];
         while let Some(i) = take(next, pieces.len()) {
             let piece = &pieces[i];
-            for c in piece.samples.iter() {
+            for c in &self.copies[piece.reader][piece.samples.clone()] {
                 let (at, kernel, period) = (c.at(piece.start), c.kernel(), u64::from(c.period));
                 let slot = &mut cache[slot_of(c.pid, c.tid, c.ip)];
                 if slot.counts.samples > 0
@@ -1024,17 +1038,19 @@ mod tests {
         let f = synthetic(200);
         let offsets: Vec<u64> = f.raw_records().map(|r| r.unwrap().offset).collect();
         let end = f.raw_records().offset() + f.data_size();
-        let whole = read_piece(&f, offsets[0], end, 0, true, None).expect("the whole data");
+        let mut copies = HugeVec::with_capacity(1000).unwrap();
+        let whole =
+            read_piece(&f, offsets[0], end, 0, true, &mut copies, None).expect("the whole data");
         assert_eq!(whole.totals.total.samples, 200);
         assert_eq!(whole.side.len(), 2);
+        assert_eq!(whole.samples, 0..200);
         let from = offsets[50];
-        let piece = read_piece(&f, from, end, 0, true, None).expect("from a record");
-        assert!(piece.samples.iter().all(|c| c.at(piece.start).1 >= from));
+        let piece = read_piece(&f, from, end, 0, true, &mut copies, None).expect("from a record");
+        let theirs = &copies[piece.samples.clone()];
+        assert!(!theirs.is_empty() && theirs.iter().all(|c| c.at(piece.start).1 >= from));
         for wrong in [from + 8, from + 16] {
-            assert!(
-                read_piece(&f, wrong, end, 0, true, None).is_none(),
-                "{wrong}"
-            );
+            let refused = read_piece(&f, wrong, end, 0, true, &mut copies, None);
+            assert!(refused.is_none(), "{wrong}");
         }
     }
 
