@@ -2,6 +2,7 @@
 //! limits: the data behind the main report table, before it is printed.
 
 use std::cmp::Reverse;
+use std::collections::hash_map::Entry;
 
 use rustc_hash::FxHashMap;
 
@@ -100,17 +101,36 @@ pub fn bpf_prog_of(p: &Profile, k: &RowKey) -> Option<(u32, u32)> {
 pub fn group(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) -> Vec<Row> {
     let mut groups: FxHashMap<[u64; 5], Row> =
         FxHashMap::with_capacity_and_hasher(p.rows.len() / 2, Default::default());
+    let mut add = |g: [u64; 5], row: Row| match groups.entry(g) {
+        Entry::Occupied(e) => e.into_mut().counts.merge(row.counts),
+        Entry::Vacant(e) => {
+            e.insert(row);
+        }
+    };
+    // Rows come in location order, so the rows of one function follow each
+    // other: they are added up before the table is probed.
+    let mut run: Option<([u64; 5], Row)> = None;
     for (k, c) in &p.rows {
         if !filters.keep(p, k) {
             continue;
         }
-        let g = groups.entry(group_key(keys, p, k)).or_insert(Row {
-            key: *k,
-            counts: Counts::default(),
-            children: children.then(Counts::default),
-        });
-        g.counts.samples += c.samples;
-        g.counts.period += c.period;
+        let g = group_key(keys, p, k);
+        match &mut run {
+            Some((rg, row)) if *rg == g => row.counts.merge(*c),
+            _ => {
+                let row = Row {
+                    key: *k,
+                    counts: *c,
+                    children: children.then(Counts::default),
+                };
+                if let Some((rg, row)) = run.replace((g, row)) {
+                    add(rg, row);
+                }
+            }
+        }
+    }
+    if let Some((rg, row)) = run {
+        add(rg, row);
     }
     if children {
         add_children(p, keys, filters, &mut groups);
