@@ -99,6 +99,64 @@ pub fn bpf_prog_of(p: &Profile, k: &RowKey) -> Option<(u32, u32)> {
 
 /// Group rows by the sort keys, apply filters, sort by overhead.
 pub fn group(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) -> Vec<Row> {
+    let (groups, ranks) = if children {
+        // Callers that are no row's leaf get groups too: ranked after.
+        let mut groups = sum_rows(p, keys, filters, true);
+        add_children(p, keys, filters, &mut groups);
+        let ranks = TieRanks::new(
+            p,
+            keys,
+            &groups.values().map(|r| &r.key).collect::<Vec<_>>(),
+        );
+        (groups, ranks)
+    } else {
+        // Every group's key is one of the rows', so the values of all rows
+        // can be ranked on another core while the rows are summed.
+        std::thread::scope(|s| {
+            let ranks = s.spawn(|| {
+                let all: Vec<&RowKey> = p.rows.iter().map(|(k, _)| k).collect();
+                TieRanks::new(p, keys, &all)
+            });
+            let groups = sum_rows(p, keys, filters, false);
+            let ranks = ranks
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e));
+            (groups, ranks)
+        })
+    };
+    let rows: Vec<([u64; 5], Row)> = groups.into_iter().collect();
+    // Heaviest first; ties as perf orders them (see `row_order`), then by
+    // group for a stable output.
+    let mut order: Vec<_> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, (g, r))| {
+            let period = r.children.unwrap_or(r.counts).period;
+            (
+                Reverse(period),
+                Reverse(r.counts.period),
+                ranks.of(&r.key),
+                ranks.identity(&r.key),
+                *g,
+                i as u32,
+            )
+        })
+        .collect();
+    order.sort_unstable();
+    let mut rows: Vec<Option<Row>> = rows.into_iter().map(|(_, r)| Some(r)).collect();
+    order
+        .into_iter()
+        .filter_map(|o| rows[o.5 as usize].take())
+        .collect()
+}
+
+/// The rows that pass the filters, summed by group.
+fn sum_rows(
+    p: &Profile,
+    keys: &[SortKey],
+    filters: &Filters,
+    children: bool,
+) -> FxHashMap<[u64; 5], Row> {
     let mut groups: FxHashMap<[u64; 5], Row> =
         FxHashMap::with_capacity_and_hasher(p.rows.len() / 2, Default::default());
     let mut add = |g: [u64; 5], row: Row| match groups.entry(g) {
@@ -132,34 +190,7 @@ pub fn group(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) -
     if let Some((rg, row)) = run {
         add(rg, row);
     }
-    if children {
-        add_children(p, keys, filters, &mut groups);
-    }
-    let rows: Vec<([u64; 5], Row)> = groups.into_iter().collect();
-    let ranks = TieRanks::new(p, keys, &rows.iter().map(|r| &r.1.key).collect::<Vec<_>>());
-    // Heaviest first; ties as perf orders them (see `row_order`), then by
-    // group for a stable output.
-    let mut order: Vec<_> = rows
-        .iter()
-        .enumerate()
-        .map(|(i, (g, r))| {
-            let period = r.children.unwrap_or(r.counts).period;
-            (
-                Reverse(period),
-                Reverse(r.counts.period),
-                ranks.of(&r.key),
-                ranks.identity(&r.key),
-                *g,
-                i as u32,
-            )
-        })
-        .collect();
-    order.sort_unstable();
-    let mut rows: Vec<Option<Row>> = rows.into_iter().map(|(_, r)| Some(r)).collect();
-    order
-        .into_iter()
-        .filter_map(|o| rows[o.5 as usize].take())
-        .collect()
+    groups
 }
 
 /// Children: each sample counts once for every distinct group its stack
