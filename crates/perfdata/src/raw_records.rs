@@ -107,6 +107,9 @@ impl<'f> RawRecords<'f> {
 impl<'f> Iterator for RawRecords<'f> {
     type Item = Result<RawRecord<'f>>;
 
+    // Inlined into readers' loops: LTO left it a call once fixed_sample
+    // was inlined there, 4% of a flat report's CPU.
+    #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         if self.pos >= self.end {
             if self.released < self.end {
