@@ -969,9 +969,12 @@ mod tests {
         synthetic_mapping_at(n, None)
     }
 
-    /// The same, with the map stamped `map_time` instead of its place's.
-    fn synthetic_mapping_at(n: u64, map_time: Option<u64>) -> PerfFile {
-        use perfdata::{sample_type as st, AttrEntry, EventAttr, PerfFileWriter, Sample, SampleId};
+    type Writer = perfdata::PerfFileWriter<std::io::Cursor<Vec<u8>>>;
+
+    /// A writer of a cpu-clock file whose samples carry IP, TID, TIME and
+    /// PERIOD.
+    fn cpu_clock_writer() -> Writer {
+        use perfdata::{sample_type as st, AttrEntry, EventAttr};
         let attr = EventAttr {
             type_: perfdata::event_type::SOFTWARE,
             sample_type: st::IP | st::TID | st::TIME | st::PERIOD,
@@ -983,14 +986,38 @@ mod tests {
             ids: vec![],
             name: "cpu-clock".into(),
         }];
-        let cursor = std::io::Cursor::new(Vec::new());
-        let mut w = PerfFileWriter::new(cursor, &attrs).unwrap();
-        let sid = |pid: u32, time: u64| SampleId {
+        perfdata::PerfFileWriter::new(std::io::Cursor::new(Vec::new()), &attrs).unwrap()
+    }
+
+    /// A sample of `cpu_clock_writer`'s event: a thread that is its own
+    /// process, period 1000.
+    fn sample(pid: u32, ip: u64, time: u64) -> Record<'static> {
+        Record::Sample(perfdata::Sample {
+            ip,
+            pid,
+            tid: pid,
+            time,
+            addr: 0,
+            id: 0,
+            stream_id: 0,
+            cpu: 0,
+            period: 1000,
+            callchain: None,
+        })
+    }
+
+    fn sid(pid: u32, time: u64) -> perfdata::SampleId {
+        perfdata::SampleId {
             pid,
             tid: pid,
             time,
             ..Default::default()
-        };
+        }
+    }
+
+    /// The same, with the map stamped `map_time` instead of its place's.
+    fn synthetic_mapping_at(n: u64, map_time: Option<u64>) -> PerfFile {
+        let mut w = cpu_clock_writer();
         let mmap = |pid: u32, name: &'static [u8]| {
             Record::Mmap(perfdata::Mmap {
                 pid,
@@ -1011,20 +1038,8 @@ mod tests {
                 w.write(&mmap(8, b"/bin/b"), perfdata::misc::USER, &sid(8, t))
                     .unwrap();
             }
-            let s = Sample {
-                ip: 0x40_0010 + 8 * (i % 5),
-                pid,
-                tid: pid,
-                time,
-                addr: 0,
-                id: 0,
-                stream_id: 0,
-                cpu: 0,
-                period: 1000,
-                callchain: None,
-            };
-            w.write(&Record::Sample(s), perfdata::misc::USER, &sid(pid, time))
-                .unwrap();
+            let s = sample(pid, 0x40_0010 + 8 * (i % 5), time);
+            w.write(&s, perfdata::misc::USER, &sid(pid, time)).unwrap();
             if i % 10 == 9 {
                 w.finished_round().unwrap();
             }
@@ -1109,25 +1124,7 @@ mod tests {
     /// map), half of them at one address, and, if `bpf_in_text`, a BPF
     /// symbol registered inside that text.
     fn kernel_file(bpf_in_text: bool) -> PerfFile {
-        use perfdata::{sample_type as st, AttrEntry, EventAttr, PerfFileWriter, Sample, SampleId};
-        let attr = EventAttr {
-            type_: perfdata::event_type::SOFTWARE,
-            sample_type: st::IP | st::TID | st::TIME | st::PERIOD,
-            flags: perfdata::flags::SAMPLE_ID_ALL,
-            ..Default::default()
-        };
-        let attrs = [AttrEntry {
-            attr,
-            ids: vec![],
-            name: "cpu-clock".into(),
-        }];
-        let mut w = PerfFileWriter::new(std::io::Cursor::new(Vec::new()), &attrs).unwrap();
-        let sid = |pid: u32, time: u64| SampleId {
-            pid,
-            tid: pid,
-            time,
-            ..Default::default()
-        };
+        let mut w = cpu_clock_writer();
         let text = Record::Mmap(perfdata::Mmap {
             pid: u32::MAX,
             tid: 0,
@@ -1154,19 +1151,8 @@ mod tests {
                 0 => 0xffff_ffff_8100_0180,
                 _ => 0xffff_ffff_8100_0000 + 0x1000 * (i % 7),
             };
-            let s = Sample {
-                ip,
-                pid: 7,
-                tid: 7,
-                time: 10 + i,
-                addr: 0,
-                id: 0,
-                stream_id: 0,
-                cpu: 0,
-                period: 1000,
-                callchain: None,
-            };
-            w.write(&Record::Sample(s), perfdata::misc::KERNEL, &sid(7, 10 + i))
+            let s = sample(7, ip, 10 + i);
+            w.write(&s, perfdata::misc::KERNEL, &sid(7, 10 + i))
                 .unwrap();
         }
         let bytes = w.finish(&Default::default()).unwrap().into_inner();

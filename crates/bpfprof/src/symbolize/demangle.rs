@@ -140,6 +140,7 @@ fn strip_signature(full: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::super::libiberty;
+    use super::super::test_support::{binutils, skip, system_lib};
     use super::{builtin, demangle, literal_suffixes};
 
     /// A cast that is not before a literal stays.
@@ -211,27 +212,14 @@ mod tests {
     /// prints them: checked over every C++ name libstdc++ exports.
     #[test]
     fn with_libbfd_names_are_cxxfilt_p_names() {
-        let tools = (testkit::tool("nm"), testkit::tool("c++filt"));
-        let (Some(nm), Some(cxxfilt)) = tools else {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI needs nm and c++filt (binutils)"
-            );
-            eprintln!("skipped: needs nm and c++filt (binutils)");
+        let (Some(nm), Some(cxxfilt)) = (binutils("nm"), binutils("c++filt")) else {
             return;
         };
         if !libiberty::available() {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI needs binutils' libbfd"
-            );
-            eprintln!("skipped: binutils' libbfd not found");
+            skip("binutils' libbfd not found");
             return;
         }
-        let lib = format!(
-            "/usr/lib/{}-linux-gnu/libstdc++.so.6",
-            std::env::consts::ARCH
-        );
+        let lib = system_lib("libstdc++.so.6");
         let out = std::process::Command::new(nm)
             .args(["-D", "--defined-only", &lib])
             .output()

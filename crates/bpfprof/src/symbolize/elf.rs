@@ -418,6 +418,7 @@ fn preference(
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{binutils, skip, system_lib};
     use super::{ElfSymbols, FileBytes, Sym, Ties, LAZY};
 
     #[test]
@@ -486,9 +487,7 @@ mod tests {
     /// `_dl_start_user` has no type and no size), but not one in data.
     #[test]
     fn labels_in_code_are_symbols_and_labels_in_data_are_not() {
-        let Some(assembler) = testkit::tool("as") else {
-            assert!(std::env::var_os("CI").is_none(), "CI needs as (binutils)");
-            eprintln!("skipped: needs as (binutils)");
+        let Some(assembler) = binutils("as") else {
             return;
         };
         let dir = tempfile::tempdir().unwrap();
@@ -522,18 +521,12 @@ mod tests {
     /// address has (readelf lists them).
     #[test]
     fn ifunc_symbols_are_functions() {
-        let Some(readelf) = testkit::tool("readelf") else {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI needs readelf (binutils)"
-            );
-            eprintln!("skipped: needs readelf (binutils)");
+        let Some(readelf) = binutils("readelf") else {
             return;
         };
-        let libc = format!("/usr/lib/{}-linux-gnu/libc.so.6", std::env::consts::ARCH);
+        let libc = system_lib("libc.so.6");
         let Ok(bytes) = std::fs::read(&libc) else {
-            assert!(std::env::var_os("CI").is_none(), "CI needs {libc}");
-            eprintln!("skipped: no {libc}");
+            skip(&format!("no {libc}"));
             return;
         };
         let e = ElfSymbols::parse(FileBytes::Owned(bytes)).unwrap();

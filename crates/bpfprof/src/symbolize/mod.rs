@@ -433,3 +433,31 @@ impl Symbolizer {
         user_syms::path_in(self.symfs.as_deref(), &self.dsos[dso as usize].name)
     }
 }
+
+/// What the symbolizer's tests share: binutils as the oracle, and the
+/// system's own libraries as inputs.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use std::path::PathBuf;
+
+    /// Say why a test skips; under CI (whose set-up installs binutils and
+    /// the libraries) fail instead.
+    pub fn skip(why: &str) {
+        assert!(std::env::var_os("CI").is_none(), "under CI: {why}");
+        eprintln!("skipped: {why}");
+    }
+
+    /// A binutils program, or `None` once [`skip`] has said why.
+    pub fn binutils(name: &str) -> Option<PathBuf> {
+        let found = testkit::tool(name);
+        if found.is_none() {
+            skip(&format!("needs {name} (binutils)"));
+        }
+        found
+    }
+
+    /// A library of the system's, by file name.
+    pub fn system_lib(name: &str) -> String {
+        format!("/usr/lib/{}-linux-gnu/{name}", std::env::consts::ARCH)
+    }
+}

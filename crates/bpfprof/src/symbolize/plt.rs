@@ -72,6 +72,7 @@ pub(super) fn entries<Elf: FileHeader<Endian = object::Endianness>>(
 mod tests {
     use super::super::elf::ElfSymbols;
     use super::super::file_map::FileBytes;
+    use super::super::test_support::{binutils, skip, system_lib};
 
     /// objdump names PLT entries (`<getpid@plt>:`) by decoding each entry's
     /// jump to its GOT slot, not by counting, so it is an independent
@@ -79,22 +80,13 @@ mod tests {
     /// mangled C++ ones.
     #[test]
     fn plt_entries_are_named_as_objdump_names_them() {
-        let Some(objdump) = testkit::tool("objdump") else {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI needs objdump (binutils)"
-            );
-            eprintln!("skipped: needs objdump (binutils)");
+        let Some(objdump) = binutils("objdump") else {
             return;
         };
-        let libstdcxx = format!(
-            "/usr/lib/{}-linux-gnu/libstdc++.so.6",
-            std::env::consts::ARCH
-        );
+        let libstdcxx = system_lib("libstdc++.so.6");
         for path in ["/usr/bin/bash", libstdcxx.as_str()] {
             let Ok(bytes) = std::fs::read(path) else {
-                assert!(std::env::var_os("CI").is_none(), "CI needs {path}");
-                eprintln!("skipped {path}: not installed");
+                skip(&format!("no {path}"));
                 continue;
             };
             let e = ElfSymbols::parse(FileBytes::Owned(bytes)).unwrap();
