@@ -30,6 +30,7 @@ const ENV: &str = "BPFPROF_DEMANGLER";
 static DEMANGLER: OnceLock<Option<CplusDemangle>> = OnceLock::new();
 
 /// Whether names are demangled by libiberty.
+#[cfg(test)]
 pub fn available() -> bool {
     demangler().is_some()
 }

@@ -11,7 +11,7 @@ mod file_map;
 pub mod kallsyms;
 mod kallsyms_cache;
 pub mod kcore;
-pub mod libiberty;
+mod libiberty;
 mod loader;
 mod plt;
 mod threads;
