@@ -68,8 +68,10 @@ fn demangler() -> Option<CplusDemangle> {
     })
 }
 
-/// libbfd's shared objects in the system's library directories, newest
-/// version first.
+/// libbfd's shared objects in the system's library directories, in
+/// reverse name order within each: the newest version first where the
+/// versions have as many digits (`2.41` before `2.40`, but `2.9` before
+/// `2.10`); any of them has the demangler.
 fn candidates() -> Vec<PathBuf> {
     let arch = std::env::consts::ARCH;
     let dirs = [
