@@ -69,15 +69,16 @@ pub(super) fn run(
     // Each reader's copies in one buffer: a huge page per piece left half
     // of each page unused (zeroed for nothing).
     let room = (file.data_size() / MIN_SAMPLE_SIZE) as usize;
-    let read = |tx: Sender<Msg>| {
+    let read = |reader: usize, tx: Sender<Msg>| {
         let mut out = Vec::new();
         let mut direct = text.map(TextCounts::new);
         let mut copies = HugeVec::with_capacity(room);
         while let Some(i) = take(&next, n) {
             let (from, to) = (bounds[i], bounds[i + 1]);
-            let piece = copies
-                .as_mut()
-                .and_then(|c| read_piece(file, from, to, sampling, merge, c, direct.as_mut()));
+            let piece = copies.as_mut().and_then(|c| {
+                let piece = read_piece(file, from, to, sampling, merge, c, direct.as_mut());
+                piece.map(|p| Piece { reader, ..p })
+            });
             out.push((i, piece));
             let _ = tx.send(Msg::Read(to - from));
         }
@@ -95,10 +96,7 @@ pub(super) fn run(
     let mut copies = Vec::with_capacity(workers);
     for (out, d, c) in read {
         for (i, piece) in out {
-            pieces[i] = piece.map(|p| Piece {
-                reader: copies.len(),
-                ..p
-            });
+            pieces[i] = piece;
         }
         direct.extend(d);
         copies.push(c?);
@@ -130,7 +128,7 @@ pub(super) fn run(
     }
     let maps = MapTimeline::of(&events, |m| p.map_dso(m));
     let next = AtomicUsize::new(0);
-    let count = |tx: Sender<Msg>| {
+    let count = |_: usize, tx: Sender<Msg>| {
         let w = Worker {
             copies: &copies,
             merge,
@@ -165,19 +163,19 @@ pub(super) fn run(
 }
 
 /// Run `work` on `workers` threads, handling the messages they send here,
-/// and return what each returned.
+/// and return what each returned, in order; each is told its number.
 fn on_workers<T: Send>(
     workers: usize,
-    work: impl Fn(Sender<Msg>) -> T + Sync,
+    work: impl Fn(usize, Sender<Msg>) -> T + Sync,
     mut on_msg: impl FnMut(Msg),
 ) -> Vec<T> {
     let (tx, rx) = channel();
     std::thread::scope(|s| {
         let work = &work;
         let handles: Vec<_> = (0..workers)
-            .map(|_| {
+            .map(|w| {
                 let tx = tx.clone();
-                s.spawn(move || work(tx))
+                s.spawn(move || work(w, tx))
             })
             .collect();
         drop(tx);
@@ -333,6 +331,7 @@ fn read_piece(
     Some(Piece {
         side,
         start: from,
+        // Whose buffer `copies` is, only the caller knows.
         reader: 0,
         samples: first..copies.len(),
         order: raws.round_order().clone(),
