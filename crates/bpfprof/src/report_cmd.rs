@@ -61,7 +61,7 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         .any(|k| matches!(k, SortKey::Comm | SortKey::Pid))
         || !a.comms.is_empty()
         || !a.pids.is_empty();
-    let (_file, profile) = a.input.profile(ProfileOptions {
+    let (file, profile) = a.input.profile(ProfileOptions {
         callchains,
         progress: !a.json,
         merge_threads: !by_thread,
@@ -87,8 +87,13 @@ pub fn run(a: &ReportArgs) -> Result<()> {
     } else {
         render::stdio(&profile, &opts, &mut out)
     };
-    match r.and_then(|_| out.flush()) {
+    let r = match r.and_then(|_| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => r.context("writing the report"),
-    }
+    };
+    // The process exits next, and the kernel takes the memory back at
+    // once: freeing the profile's allocations one by one took 3-4 ms of a
+    // 70 ms report (2x30 alternating runs).
+    std::mem::forget((file, profile));
+    r
 }
