@@ -39,9 +39,6 @@ use crate::symbolize::{DsoId, Loc};
 /// the symbol loader.
 const PIECES_PER_WORKER: usize = 8;
 
-/// The smallest SAMPLE record: a header and one field.
-const MIN_SAMPLE_SIZE: u64 = 16;
-
 /// One worker per core ([`crate::parallel::cores`]), and at least two: one
 /// core still reads and counts while the other loads symbols.
 fn workers() -> usize {
@@ -68,17 +65,22 @@ pub(super) fn run(
     let next = AtomicUsize::new(0);
     // Each reader's copies in one buffer: a huge page per piece left half
     // of each page unused (zeroed for nothing).
-    let room = (file.data_size() / MIN_SAMPLE_SIZE) as usize;
     let read = |reader: usize, tx: Sender<Msg>| {
         let mut out = Vec::new();
         let mut direct = text.map(TextCounts::new);
-        let mut copies = HugeVec::with_capacity(room);
+        let mut copies = HugeVec::new();
         while let Some(i) = take(&next, n) {
             let (from, to) = (bounds[i], bounds[i + 1]);
-            let piece = copies.as_mut().and_then(|c| {
-                let piece = read_piece(file, from, to, sampling, merge, c, direct.as_mut());
-                piece.map(|p| Piece { reader, ..p })
-            });
+            let piece = read_piece(
+                file,
+                from,
+                to,
+                sampling,
+                merge,
+                &mut copies,
+                direct.as_mut(),
+            )
+            .map(|p| Piece { reader, ..p });
             out.push((i, piece));
             let _ = tx.send(Msg::Read(to - from));
         }
@@ -99,7 +101,7 @@ pub(super) fn run(
             pieces[i] = piece;
         }
         direct.extend(d);
-        copies.push(c?);
+        copies.push(c);
     }
     // A piece that did not read to its end exactly (its start was no
     // record's) or did not decode leaves the file to the ordered pass.
@@ -156,9 +158,8 @@ pub(super) fn run(
     for piece in pieces {
         tally.merge(piece.totals);
     }
-    // Handing tens of megabytes back to the kernel takes milliseconds: on
-    // another core, while this one replays (or here, if no thread starts).
-    let _ = std::thread::Builder::new().spawn(move || drop(copies));
+    // Freed here, the copies' pages serve the replay and what follows.
+    drop(copies);
     Some(replay(p, opts, file, events, tally))
 }
 
@@ -618,7 +619,8 @@ impl Worker<'_> {
         let mut cache = vec![EMPTY; SLOTS];
         while let Some(i) = take(next, pieces.len()) {
             let piece = &pieces[i];
-            for c in &self.copies[piece.reader][piece.samples.clone()] {
+            let copies = self.copies[piece.reader].slices(piece.samples.clone());
+            for c in copies.flatten() {
                 let (at, kernel, period) = (c.at(piece.start), c.kernel(), u64::from(c.period));
                 let slot = &mut cache[slot_of(c.pid, c.tid, c.ip)];
                 if slot.counts.samples > 0
@@ -1052,7 +1054,7 @@ mod tests {
         let f = synthetic(200);
         let offsets: Vec<u64> = f.raw_records().map(|r| r.unwrap().offset).collect();
         let end = f.raw_records().offset() + f.data_size();
-        let mut copies = HugeVec::with_capacity(1000).unwrap();
+        let mut copies = HugeVec::new();
         let whole =
             read_piece(&f, offsets[0], end, 0, true, &mut copies, None).expect("the whole data");
         assert_eq!(whole.totals.total.samples, 200);
@@ -1060,7 +1062,7 @@ mod tests {
         assert_eq!(whole.samples, 0..200);
         let from = offsets[50];
         let piece = read_piece(&f, from, end, 0, true, &mut copies, None).expect("from a record");
-        let theirs = &copies[piece.samples.clone()];
+        let theirs: Vec<&Compact> = copies.slices(piece.samples.clone()).flatten().collect();
         assert!(!theirs.is_empty() && theirs.iter().all(|c| c.at(piece.start).1 >= from));
         for wrong in [from + 8, from + 16] {
             let refused = read_piece(&f, wrong, end, 0, true, &mut copies, None);
