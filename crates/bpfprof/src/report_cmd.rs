@@ -61,9 +61,6 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         .any(|k| matches!(k, SortKey::Comm | SortKey::Pid))
         || !a.comms.is_empty()
         || !a.pids.is_empty();
-    if !callchains {
-        bpfprof::capture::sys::share_one_heap();
-    }
     let (file, profile) = a.input.profile(ProfileOptions {
         callchains,
         progress: !a.json,

@@ -158,7 +158,8 @@ pub(super) fn run(
     for piece in pieces {
         tally.merge(piece.totals);
     }
-    // Freed here, the copies' pages serve the replay and what follows.
+    // Freed here, into malloc's heaps (see `huge_vec` for why not on
+    // another thread, as mappings of their own).
     drop(copies);
     Some(replay(p, opts, file, events, tally))
 }

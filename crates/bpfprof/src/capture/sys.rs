@@ -445,23 +445,6 @@ pub fn keep_big_blocks_in_heap() {
     }
 }
 
-/// Have every thread allocate from one malloc heap (glibc's main arena)
-/// rather than one per thread, so that what a worker thread frees serves
-/// the threads after it. A fresh page costs a fault and its zeroing, and
-/// on a virtual machine often a fault in the host as well (here 0.5 ms a
-/// megabyte): the flat report's workers copy 17 MB of samples that, once
-/// freed into their own heaps, no later allocation reused. A call graph
-/// report does not gain, its threads contending for the one heap instead
-/// (4% slower). A no-op elsewhere than glibc.
-pub fn share_one_heap() {
-    #[cfg(target_env = "gnu")]
-    // SAFETY: mallopt only sets a malloc parameter, which threads read
-    // when they first allocate; a refusal (0) leaves the default.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-    }
-}
-
 /// Whether a stop signal arrived, and which.
 pub fn stop_requested() -> Option<i32> {
     STOP.load(Ordering::SeqCst)
