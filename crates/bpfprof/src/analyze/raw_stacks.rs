@@ -173,5 +173,13 @@ mod tests {
         let before = new.len();
         assert_eq!(t.leaf(&ch, key(7), &b, &mut new), ld);
         assert_eq!(new.len(), before);
+        // One address under one parent, as user and as kernel code: two
+        // nodes (the kinds' tables are apart).
+        let user = t.leaf(&ch, key(9), &[context::USER, 0x20], &mut new);
+        let kernel = t.leaf(&ch, key(9), &[context::KERNEL, 0x20], &mut new);
+        assert_ne!(user, kernel);
+        assert_eq!(frames(&new, user)[0], (0x20, User));
+        assert_eq!(frames(&new, kernel)[0], (0x20, Kernel));
+        assert_eq!(frames(&new, user)[1], frames(&new, kernel)[1], "one parent");
     }
 }
