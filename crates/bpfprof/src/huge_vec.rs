@@ -15,8 +15,8 @@
 //! the flat report on that file took 5-8 ms longer (92.7 against 87.7 ms,
 //! means of 25 alternating runs).
 //!
-//! One of the modules with `unsafe` (an mmap module): raw memory is
-//! handed out as slices.
+//! One of the modules with `unsafe` (memory, like the mmap modules): raw
+//! memory is handed out as slices.
 
 use std::alloc::Layout;
 use std::ops::Range;
