@@ -37,7 +37,7 @@ pub struct RawStacks {
     /// hash ([`SHARDS`]): 16-byte slots rather than 24 with the kind in
     /// the key, and each table grows on its own, never holding two copies
     /// of the whole index at once. On a recording of a million nodes, the
-    /// peak RSS of the report fell from 240 to 187 MB (perf: 232).
+    /// peak RSS of the report fell from 240 to 187 MB (perf: 231).
     index: Vec<FxHashMap<(u64, u32), u32>>,
     /// Recently used (parent, address) → node, direct-mapped: the hot part
     /// of a big tree, small enough to stay in the CPU cache.
