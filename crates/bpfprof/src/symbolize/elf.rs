@@ -293,10 +293,12 @@ fn read<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<Par
             shndx != elf::SHN_UNDEF && (shndx < elf::SHN_LORESERVE || shndx == elf::SHN_XINDEX);
         let start: u64 = s.st_value(endian).into();
         let name_off = s.st_name(endian);
-        // A function definition with an address and a name (an empty
-        // name is its terminating NUL), or, as perf takes them, a label
-        // in code (`_dl_start_user` in ld.so is one, with no size).
-        let named = strings.get(name_off as usize).is_some_and(|&b| b != 0);
+        // A function definition with an address and a name, or, as perf
+        // takes them, a label in code (`_dl_start_user` in ld.so is one,
+        // with no size). Named as perf tells it, by a name offset other
+        // than 0: reading each name's first byte here faulted in most of a
+        // big binary's string table, half of the time spent loading it.
+        let named = name_off != 0 && (name_off as usize) < strings.len();
         let code = match s.st_type() {
             // perf takes IFUNC symbols for functions: glibc's `memcpy` is
             // one, at the address of the function of the same name that
@@ -329,6 +331,17 @@ fn read<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<Par
             j += 1;
         }
         let group = &cands[i..j];
+        if let [only] = group {
+            // Most addresses have one symbol: no aliases to choose among.
+            syms.push(Sym {
+                start: only.start,
+                end: only.start + only.size,
+                name_off: only.name_off,
+                plt: false,
+            });
+            i = j;
+            continue;
+        }
         let tied = tied(group);
         let same_size = tied.iter().all(|&k| group[k].size == group[tied[0]].size);
         let (best, name_off) = if tied.len() > 1 && same_size {
