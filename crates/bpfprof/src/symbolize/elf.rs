@@ -319,7 +319,12 @@ fn read<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<Par
             global: s.st_bind() != elf::STB_LOCAL,
         });
     }
-    cands.sort_unstable_by_key(|c| (c.start, c.order));
+    // In address order, then table order (see `by_address`).
+    let starts: Vec<u64> = cands.iter().map(|c| c.start).collect();
+    let cands: Vec<&Candidate> = super::by_address::order(&starts)
+        .into_iter()
+        .map(|i| &cands[i as usize])
+        .collect();
     // Aliases at one address: keep the one perf keeps, so that both tools
     // print the same name.
     let mut syms: Vec<Sym> = Vec::with_capacity(cands.len());
@@ -377,17 +382,17 @@ fn read<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<Par
 
 /// The aliases perf's `choose_best_symbol` cannot tell apart by size and
 /// binding: the ones left for the names to decide.
-fn tied(group: &[Candidate]) -> Vec<usize> {
+fn tied(group: &[&Candidate]) -> Vec<usize> {
     let cheap = |c: &Candidate| (c.size > 0, !c.weak, c.global && !c.weak);
-    let top = group.iter().map(cheap).max();
+    let top = group.iter().map(|c| cheap(c)).max();
     (0..group.len())
-        .filter(|&k| Some(cheap(&group[k])) == top)
+        .filter(|&k| Some(cheap(group[k])) == top)
         .collect()
 }
 
 /// The index of the alias perf's `choose_best_symbol` keeps among the
 /// `tied` ones of a group.
-fn choose_best(group: &[Candidate], tied: &[usize], strings: &[u8]) -> usize {
+fn choose_best(group: &[&Candidate], tied: &[usize], strings: &[u8]) -> usize {
     if tied.len() == 1 {
         return tied[0];
     }

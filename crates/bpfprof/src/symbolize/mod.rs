@@ -4,6 +4,7 @@
 //! mappings and the binaries' ELF symbols.
 
 pub mod bpf;
+mod by_address;
 mod debug_files;
 mod demangle;
 pub mod elf;
