@@ -59,6 +59,13 @@ pub fn demangle(name: &str) -> Option<String> {
     }
 }
 
+/// Find and load libbfd now rather than at the first name: finding it
+/// takes milliseconds (a scan of the library directories, then dlopen),
+/// which the symbol loader can spend while the report still reads.
+pub fn prepare() {
+    let _ = demangler();
+}
+
 fn demangler() -> Option<CplusDemangle> {
     *DEMANGLER.get_or_init(|| {
         if std::env::var(ENV).is_ok_and(|v| v == "builtin") {
@@ -81,10 +88,19 @@ fn candidates() -> Vec<PathBuf> {
         "/usr/lib".to_string(),
     ];
     let mut found = Vec::new();
+    let mut seen = Vec::new();
     for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+        // /lib is /usr/lib on merged-/usr systems: each directory once.
+        let Ok(real) = std::fs::canonicalize(&dir) else {
             continue;
         };
+        if seen.contains(&real) {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&real) else {
+            continue;
+        };
+        seen.push(real);
         let mut here: Vec<PathBuf> = entries
             .flatten()
             .map(|e| e.path())

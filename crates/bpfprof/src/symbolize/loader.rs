@@ -41,6 +41,9 @@ impl Loader {
             let k = kallsyms_cache::load(&kallsyms).unwrap_or_default();
             // A send fails only once the receiver stopped caring.
             let _ = give.send(Loaded::Kallsyms(k));
+            // Before the first binary's symbols are asked for, which is
+            // once the report has read the file.
+            super::libiberty::prepare();
             for j in rx {
                 let elf = load_elf(&j.path, j.kind, j.build_id.as_deref());
                 let _ = give.send(Loaded::Elf(j.dso, elf));
