@@ -132,8 +132,13 @@ fn main_table(
     });
     let (Some(order), Some(stacks)) = (o.callgraph, stacks) else {
         // Without graphs, lines are made on every core.
+        // Sized up front: grown by doubling, the text of a big profile was
+        // copied over and over.
+        let counts_len = if o.children { 30 } else { 20 };
+        let line_len = counts_len + widths.iter().map(|w| w + 2).sum::<usize>() + 1;
         let text = crate::parallel::map_parts(&parts, 1, |parts| {
-            let mut text = String::new();
+            let rows: usize = parts.iter().map(|p| p.rows.len()).sum();
+            let mut text = String::with_capacity(rows * line_len);
             for part in parts {
                 for i in 0..part.rows.len() {
                     part.push_line(p, i, &widths, &mut text);
