@@ -110,6 +110,15 @@ impl Symbolizer {
         let lookup = self.user_lookup();
         let found = crate::parallel::map_parts(locs, MIN_PER_CORE, |part| lookup.find_all(part));
         let mut frames: Vec<Frame> = Vec::with_capacity(locs.len());
+        // Room for every new symbol at once: a big profile names tens of
+        // thousands, and the tables grew (rehashing, copying) as they came.
+        let new = found
+            .iter()
+            .flatten()
+            .filter(|u| matches!(u, UserSym::New { .. } | UserSym::Address { .. }))
+            .count();
+        self.syms.reserve(new);
+        self.sym_index.reserve(new);
         for (&(dso, _), u) in locs.iter().zip(found.into_iter().flatten()) {
             // Each part starts with a lookup of its own, never `Same`.
             let f = match frames.last() {
