@@ -769,6 +769,8 @@ fn replay(
             .or_default() += n;
     }
     let mut rows = LocRows::default();
+    // At most a row per count: room for them at once.
+    rows.rows.reserve(tally.lists.iter().map(Vec::len).sum());
     let mut next = tally.counts().peekable();
     let mut settle = |p: &mut Profile, seq: u32| {
         while let Some((k, c)) = next.next_if(|(k, _)| k.seq <= seq) {
