@@ -12,6 +12,7 @@ mod kernel_text;
 mod map_timeline;
 mod memo;
 pub mod profile;
+mod node_table;
 mod raw_stacks;
 pub mod render;
 mod row_order;

@@ -8,9 +8,8 @@
 //! and hands over each node once, when first seen; the replay resolves
 //! that one node to a location and never probes a table.
 
-use rustc_hash::FxHashMap;
-
 use super::memo::{Changes, SampleKey, StackCache};
+use super::node_table::NodeTable;
 
 /// What a node stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -33,12 +32,10 @@ pub struct RawNode {
 
 /// The tree; node 0 is the root of everything.
 pub struct RawStacks {
-    /// (address, parent) → node, a table per kind and per part of the
-    /// hash ([`SHARDS`]): 16-byte slots rather than 24 with the kind in
-    /// the key, and each table grows on its own, never holding two copies
-    /// of the whole index at once. On a recording of a million nodes, the
-    /// peak RSS of the report fell from 240 to 187 MB (perf: 231).
-    index: Vec<FxHashMap<(u64, u32), u32>>,
+    /// (address, parent) → node, a table per kind: 16-byte slots rather
+    /// than 24 with the kind in the key (on a recording of a million
+    /// nodes, the report's peak RSS fell from 240 to 187 MB; perf: 231).
+    index: Vec<NodeTable>,
     /// Recently used (parent, address) → node, direct-mapped: the hot part
     /// of a big tree, small enough to stay in the CPU cache.
     recent: Vec<(u64, u32, u32)>,
@@ -48,15 +45,13 @@ pub struct RawStacks {
 
 const RECENT: usize = 1 << 15;
 
-/// Tables per kind of node.
-const SHARDS: usize = 16;
 const KINDS: usize = NodeKind::Process as usize + 1;
 
 impl Default for RawStacks {
     fn default() -> Self {
         RawStacks {
-            index: (0..KINDS * SHARDS).map(|_| FxHashMap::default()).collect(),
-            recent: vec![(0, 0, 0); RECENT],
+            index: (0..KINDS).map(|_| NodeTable::default()).collect(),
+            recent: crate::huge_vec::table(RECENT, (0, 0, 0)),
             len: 1,
             memo: StackCache::default(),
         }
@@ -82,8 +77,7 @@ impl RawStacks {
             if slot.0 == addr && slot.1 == tag && slot.2 != 0 {
                 return slot.2;
             }
-            let table = kind as usize * SHARDS + (h >> 40) as usize % SHARDS;
-            let n = *index[table].entry((addr, parent)).or_insert_with(|| {
+            let n = index[kind as usize].get_or_insert(addr, parent, || {
                 new.push(RawNode { parent, addr, kind });
                 *len += 1;
                 *len - 1
