@@ -30,6 +30,35 @@ pub fn map_parts<'a, T: Sync, R: Send>(
     })
 }
 
+/// `f` of each item, on every core, each core taking the next item when
+/// it is done with one: for a few items of very uneven cost. In order.
+pub fn map_each<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else {
+                return done;
+            };
+            done.push((i, f(item)));
+        }
+    };
+    let mut all = std::thread::scope(|s| {
+        let others: Vec<_> = (1..cores().min(items.len()))
+            .map(|_| s.spawn(work))
+            .collect();
+        let mut all = work();
+        for h in others {
+            all.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        }
+        all
+    });
+    all.sort_unstable_by_key(|&(i, _)| i);
+    all.into_iter().map(|(_, r)| r).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,5 +73,18 @@ mod tests {
             assert_eq!(parts.concat(), items, "min {min}");
         }
         assert_eq!(map_parts(&[] as &[u32], 1, |p| p.len()), vec![0]);
+    }
+
+    #[test]
+    fn each_item_mapped_once_in_order() {
+        let items: Vec<u64> = (0..1000).collect();
+        // Uneven costs, as the heaviest graphs come first.
+        let out = map_each(&items, |&x| (0..(1000 - x) * 50).fold(x, |a, b| a ^ b) ^ x);
+        let want: Vec<u64> = items
+            .iter()
+            .map(|&x| (0..(1000 - x) * 50).fold(x, |a, b| a ^ b) ^ x)
+            .collect();
+        assert_eq!(out, want);
+        assert!(map_each(&[] as &[u32], |&x| x).is_empty());
     }
 }

@@ -2,6 +2,8 @@
 
 use std::io::Write;
 
+use rustc_hash::FxHashMap;
+
 use serde::Serialize;
 
 use super::bpf_view::{self, BpfSummary};
@@ -151,14 +153,26 @@ fn main_table(
         }
         return Ok(());
     };
+    // Each graph is made from its own row's stacks, and making them was
+    // most of the printing: on every core, the biggest first.
+    let mut jobs: Vec<_> = stacks.iter().collect();
+    jobs.sort_unstable_by_key(|(_, s)| std::cmp::Reverse(s.len()));
+    let graphs: FxHashMap<_, Vec<u8>> = crate::parallel::map_each(&jobs, |&(g, s)| {
+        let mut text = Vec::new();
+        // Writing to a Vec cannot fail.
+        let _ = callgraph::print(p, s, order, graph_min, &mut text);
+        (*g, text)
+    })
+    .into_iter()
+    .collect();
     let mut line = String::new();
     for part in &parts {
         for (i, r) in part.rows.iter().enumerate() {
             line.clear();
             part.push_line(p, i, &widths, &mut line);
             out.write_all(line.as_bytes())?;
-            match stacks.get(&table::group_key(&o.keys, p, &r.key)) {
-                Some(s) => callgraph::print(p, s, order, graph_min, out)?,
+            match graphs.get(&table::group_key(&o.keys, p, &r.key)) {
+                Some(text) => out.write_all(text)?,
                 None if r.counts.samples > 0 => writeln!(out)?,
                 None => {}
             }
