@@ -31,8 +31,8 @@ const HUGE: usize = 2 << 20;
 /// memory asked for huge pages. Taken zeroed from calloc instead, a
 /// probe's read of an untouched page maps the shared zero page, which the
 /// first write then replaces: a second fault, which flushes the TLB of
-/// every core the process runs on. On the call-graph benchmark that was
-/// 6% of the report's CPU.
+/// every core the process runs on: 6% of a `-g` report's CPU samples,
+/// when the call-graph index took its tables from calloc.
 pub fn table<T: Clone>(n: usize, v: T) -> Vec<T> {
     let mut t = Vec::with_capacity(n);
     advise_huge(t.spare_capacity_mut());
