@@ -8,6 +8,7 @@ pub mod callgraph;
 mod early_frames;
 mod events;
 mod flat_pass;
+mod groups;
 mod kernel_text;
 mod map_timeline;
 mod memo;

@@ -2,10 +2,8 @@
 //! limits: the data behind the main report table, before it is printed.
 
 use std::cmp::Reverse;
-use std::collections::hash_map::Entry;
 
-use rustc_hash::FxHashMap;
-
+use super::groups::Groups;
 use super::profile::{Counts, Profile, RowKey};
 use super::row_order::TieRanks;
 use crate::symbolize::DsoKind;
@@ -106,7 +104,7 @@ pub fn group(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) -
         let ranks = TieRanks::new(
             p,
             keys,
-            &groups.values().map(|r| &r.key).collect::<Vec<_>>(),
+            &groups.rows.iter().map(|(_, r)| &r.key).collect::<Vec<_>>(),
         );
         (groups, ranks)
     } else {
@@ -124,7 +122,7 @@ pub fn group(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) -
             (groups, ranks)
         })
     };
-    let rows: Vec<([u64; 5], Row)> = groups.into_iter().collect();
+    let rows = groups.rows;
     // Heaviest first; ties as perf orders them (see `row_order`), then by
     // group for a stable output.
     let mut order: Vec<_> = rows
@@ -151,22 +149,20 @@ pub fn group(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) -
 }
 
 /// The rows that pass the filters, summed by group.
-fn sum_rows(
-    p: &Profile,
-    keys: &[SortKey],
-    filters: &Filters,
-    children: bool,
-) -> FxHashMap<[u64; 5], Row> {
-    let mut groups: FxHashMap<[u64; 5], Row> =
-        FxHashMap::with_capacity_and_hasher(p.rows.len() / 2, Default::default());
-    let mut add = |g: [u64; 5], row: Row| match groups.entry(g) {
-        Entry::Occupied(e) => e.into_mut().counts.merge(row.counts),
-        Entry::Vacant(e) => {
-            e.insert(row);
-        }
+fn sum_rows(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) -> Groups {
+    let sym = keys.iter().position(|&k| k == SortKey::Sym);
+    let mut groups = Groups::new(sym, p.sym.syms.len(), p.rows.len() / 2);
+    let mut add = |g: [u64; 5], row: Row| {
+        groups
+            .entry(g, || Row {
+                counts: Counts::default(),
+                ..row
+            })
+            .counts
+            .merge(row.counts)
     };
     // Rows come in location order, so the rows of one function follow each
-    // other: they are added up before the table is probed.
+    // other: they are added up before the groups are looked in.
     let mut run: Option<([u64; 5], Row)> = None;
     for (k, c) in &p.rows {
         if !filters.keep(p, k) {
@@ -195,12 +191,7 @@ fn sum_rows(
 
 /// Children: each sample counts once for every distinct group its stack
 /// passes through (the leaf included).
-fn add_children(
-    p: &Profile,
-    keys: &[SortKey],
-    filters: &Filters,
-    groups: &mut FxHashMap<[u64; 5], Row>,
-) {
+fn add_children(p: &Profile, keys: &[SortKey], filters: &Filters, groups: &mut Groups) {
     let mut seen: Vec<[u64; 5]> = Vec::with_capacity(64);
     for ((k, node), c) in &p.chains {
         if !filters.keep(p, k) {
@@ -214,7 +205,7 @@ fn add_children(
                 continue;
             }
             seen.push(g);
-            let row = groups.entry(g).or_insert(Row {
+            let row = groups.entry(g, || Row {
                 key: fk,
                 counts: Counts::default(),
                 children: Some(Counts::default()),
