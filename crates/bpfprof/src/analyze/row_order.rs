@@ -62,10 +62,14 @@ impl<'a> TieRanks<'a> {
                     });
                 }
                 SortKey::Sym => {
-                    let mut used: Vec<u32> = rows.iter().map(|k| k.frame.sym).collect();
-                    used.sort_unstable();
-                    used.dedup();
-                    r.sym = rank_syms(p, used);
+                    // Marked rather than sorted: a big profile's rows
+                    // hold tens of thousands of symbols.
+                    let mut seen = vec![false; p.sym.syms.len()];
+                    for k in rows {
+                        seen[k.frame.sym as usize] = true;
+                    }
+                    let used = (0..seen.len() as u32).filter(|&i| seen[i as usize]);
+                    r.sym = rank_syms(p, used.collect());
                 }
                 SortKey::BpfProg => {
                     let mut progs: Vec<_> = rows.iter().map(|k| bpf_prog_of(p, k)).collect();
