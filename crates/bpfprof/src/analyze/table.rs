@@ -123,19 +123,19 @@ pub fn group(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) -
         })
     };
     let rows = groups.rows;
-    // Heaviest first; ties as perf orders them (see `row_order`), then by
-    // group for a stable output.
+    // Heaviest first; ties as perf orders them (see `row_order`), then in
+    // the order the groups were first seen, for a stable output (rows
+    // equal in all that is sorted on print the same text).
     let mut order: Vec<_> = rows
         .iter()
         .enumerate()
-        .map(|(i, (g, r))| {
+        .map(|(i, (_, r))| {
             let period = r.children.unwrap_or(r.counts).period;
             (
                 Reverse(period),
                 Reverse(r.counts.period),
                 ranks.of(&r.key),
                 ranks.identity(&r.key),
-                *g,
                 i as u32,
             )
         })
@@ -144,7 +144,7 @@ pub fn group(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) -
     let mut rows: Vec<Option<Row>> = rows.into_iter().map(|(_, r)| Some(r)).collect();
     order
         .into_iter()
-        .filter_map(|o| rows[o.5 as usize].take())
+        .filter_map(|o| rows[o.4 as usize].take())
         .collect()
 }
 
