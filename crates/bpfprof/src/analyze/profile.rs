@@ -513,8 +513,12 @@ impl Profile {
         sort_mostly_sorted(&mut order);
         p.rows.reserve(order.len());
         let mut last: Option<(Loc, Frame)> = None;
-        // Each location row's key, by row: chains refer to rows.
-        let mut row_keys: Vec<Option<RowKey>> = vec![None; loc_rows.len()];
+        // Each location row's key, by row: chains refer to rows (a flat
+        // profile has none, and needs no keys).
+        let mut row_keys: Vec<Option<RowKey>> = match loc_chains.is_empty() {
+            true => Vec::new(),
+            false => vec![None; loc_rows.len()],
+        };
         // The user functions of the rows resolved below, looked up first
         // on every core: the lookups only read.
         let users = match opts.callchains {
@@ -547,7 +551,9 @@ impl Profile {
                 tid,
                 frame,
             };
-            row_keys[r as usize] = Some(key);
+            if let Some(k) = row_keys.get_mut(r as usize) {
+                *k = Some(key);
+            }
             p.rows.push((key, c));
             if opts.ip_hits {
                 let addr = match loc {
