@@ -1197,8 +1197,15 @@ mod tests {
             assert_eq!(flat.ordered_pass, bpf_in_text);
             assert_eq!(flat.total.samples, 300);
             assert_eq!(rows(&flat), rows(&ordered));
-            let at_180 = rows(&flat).iter().filter(|r| r.2 >= 75).count();
-            assert!(at_180 >= 1, "{:?}", rows(&flat));
+            // The samples at +0x180 after the KSYMBOL (every other one of
+            // the last 150) are the BPF function's; none without it.
+            let bpf: u64 = rows(&flat)
+                .iter()
+                .filter(|r| r.1 == "bpf_prog_0123456789abcdef_f")
+                .map(|r| r.2)
+                .sum();
+            let want = if bpf_in_text { 75 } else { 0 };
+            assert_eq!(bpf, want, "{:?}", rows(&flat));
         }
     }
 }
