@@ -11,7 +11,7 @@
 use rustc_hash::FxHashMap;
 
 use super::events::{Event, MmapEvent};
-use crate::symbolize::{DsoId, Loc, Map, Threads};
+use crate::symbolize::{overlapped, DsoId, Loc, Map, Threads};
 
 /// A record's place in time order: time, then file offset (how the time
 /// ordering reader breaks ties, which [`perfdata::RoundOrder`] checks).
@@ -53,20 +53,29 @@ impl MapTimeline {
         let mut open: FxHashMap<u32, Vec<Piece>> = FxHashMap::default();
         let mut closed: FxHashMap<u32, Vec<Piece>> = FxHashMap::default();
         for &(at, ref ev) in events {
-            let pid = match *ev {
-                Event::Mmap(ref m) => match dso_of(m) {
-                    Some(dso) => {
-                        let map = Map {
-                            start: m.addr,
-                            end: m.addr.saturating_add(m.len),
-                            pgoff: m.pgoff,
-                            dso,
-                        };
-                        threads.mmap(m.pid, map);
-                        m.pid
-                    }
-                    None => continue,
-                },
+            match *ev {
+                Event::Mmap(ref m) => {
+                    let Some(dso) = dso_of(m) else {
+                        continue;
+                    };
+                    let map = Map {
+                        start: m.addr,
+                        end: m.addr.saturating_add(m.len),
+                        pgoff: m.pgoff,
+                        dso,
+                    };
+                    // Only the run of maps it overlaps changes (see
+                    // `Threads::mmap`): the rest is the same on both sides.
+                    let before = open.entry(m.pid).or_default();
+                    let (first, last) = overlapped(before, &map, |x| &x.map);
+                    threads.mmap(m.pid, map);
+                    let now = threads.maps_of(m.pid);
+                    let changed = &now[first..now.len() - (before.len() - last)];
+                    let old: Vec<Piece> = before.drain(first..last).collect();
+                    let ended = closed.entry(m.pid).or_default();
+                    let next = follow(old, changed, at, ended);
+                    before.splice(first..first, next);
+                }
                 // A new thread shares its process's maps.
                 Event::Fork {
                     pid,
@@ -75,34 +84,13 @@ impl MapTimeline {
                     ptid,
                 } if pid != ppid => {
                     threads.fork(pid, ppid, tid, ptid);
-                    pid
+                    let before = open.entry(pid).or_default();
+                    let old = std::mem::take(before);
+                    let ended = closed.entry(pid).or_default();
+                    *before = follow(old, threads.maps_of(pid), at, ended);
                 }
-                _ => continue,
-            };
-            // Both in address order, without overlaps: one walk finds what
-            // went and what came.
-            let now = threads.maps_of(pid);
-            let before = open.entry(pid).or_default();
-            let ended = closed.entry(pid).or_default();
-            let mut next = Vec::with_capacity(now.len());
-            let mut old = before.drain(..).peekable();
-            for m in now {
-                while let Some(x) = old.next_if(|x| {
-                    x.map.start < m.start || (x.map.start == m.start && !same(&x.map, m))
-                }) {
-                    ended.push(Piece { until: at, ..x });
-                }
-                next.push(match old.next_if(|x| same(&x.map, m)) {
-                    Some(x) => x,
-                    None => Piece {
-                        map: *m,
-                        from: at,
-                        until: NEVER,
-                    },
-                });
+                _ => {}
             }
-            ended.extend(old.map(|x| Piece { until: at, ..x }));
-            *before = next;
         }
         for (pid, still) in open {
             closed.entry(pid).or_default().extend(still);
@@ -169,6 +157,32 @@ impl Pieces {
             .map(move |j| &self.pieces[j])
             .filter(move |x| addr < x.map.end)
     }
+}
+
+/// The pieces of maps `now` after the record at `at`, given the pieces of
+/// what was there before (`old`, in address order, without overlaps, as
+/// `now` is): the ones that went end there (into `ended`), the ones that
+/// stayed keep their start, the others start there.
+fn follow(old: Vec<Piece>, now: &[Map], at: At, ended: &mut Vec<Piece>) -> Vec<Piece> {
+    let mut next = Vec::with_capacity(now.len());
+    let mut old = old.into_iter().peekable();
+    for m in now {
+        while let Some(x) =
+            old.next_if(|x| x.map.start < m.start || (x.map.start == m.start && !same(&x.map, m)))
+        {
+            ended.push(Piece { until: at, ..x });
+        }
+        next.push(match old.next_if(|x| same(&x.map, m)) {
+            Some(x) => x,
+            None => Piece {
+                map: *m,
+                from: at,
+                until: NEVER,
+            },
+        });
+    }
+    ended.extend(old.map(|x| Piece { until: at, ..x }));
+    next
 }
 
 fn same(a: &Map, b: &Map) -> bool {

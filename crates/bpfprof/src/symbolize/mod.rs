@@ -26,7 +26,7 @@ use rustc_hash::FxHashMap;
 pub use bpf::{BpfSymId, BpfSymbols};
 pub use elf::ElfSymbols;
 pub use kallsyms::Kallsyms;
-pub use threads::{Map, Threads};
+pub use threads::{overlapped, Map, Threads};
 
 pub type DsoId = u32;
 pub type SymId = u32;
