@@ -35,21 +35,24 @@ const HUGE: usize = 2 << 20;
 /// when the call-graph index took its tables from calloc.
 pub fn table<T: Clone>(n: usize, v: T) -> Vec<T> {
     let mut t = Vec::with_capacity(n);
-    advise_huge(t.spare_capacity_mut());
+    let spare = t.spare_capacity_mut();
+    advise_huge(spare.as_ptr().cast(), std::mem::size_of_val(spare));
     t.resize(n, v);
     t
 }
 
-/// Ask for huge pages in the whole 2 MB pages inside `v`'s memory, before
-/// it is first touched (else it changes nothing that can be seen).
-fn advise_huge<T>(v: &mut [T]) {
-    let start = v.as_mut_ptr() as usize;
-    let end = start + std::mem::size_of_val(v);
-    let (from, to) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
+/// Ask for huge pages in the whole 2 MB pages of the `len` bytes at
+/// `start`, memory of the caller's own not yet touched (else it changes
+/// nothing that can be seen).
+fn advise_huge(start: *const u8, len: usize) {
+    let (from, to) = (
+        (start as usize).next_multiple_of(HUGE),
+        (start as usize + len) / HUGE * HUGE,
+    );
     if from < to {
-        // SAFETY: [from, to) lies inside `v`, memory we hold mutably;
-        // MADV_HUGEPAGE changes how its pages are faulted in, never what
-        // they hold, and a refusal changes nothing.
+        // SAFETY: [from, to) lies inside the caller's memory; MADV_HUGEPAGE
+        // changes how its pages are faulted in, never what they hold, and
+        // a refusal (no huge pages here) changes nothing.
         unsafe {
             libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE);
         }
@@ -112,12 +115,7 @@ impl<T: Copy> HugeVec<T> {
             let Some(p) = NonNull::new(p) else {
                 return Err(v);
             };
-            // SAFETY: advice on the chunk just allocated, ours alone; it
-            // changes how its pages are faulted in, never what they hold,
-            // and a refusal (no huge pages here) changes nothing.
-            unsafe {
-                libc::madvise(p.as_ptr().cast(), HUGE, libc::MADV_HUGEPAGE);
-            }
+            advise_huge(p.as_ptr(), HUGE);
             self.chunks.push(p.cast());
         }
         // SAFETY: at < PER_CHUNK, so the slot lies inside the chunk, which

@@ -1,6 +1,8 @@
-//! Work split over the cores in consecutive parts, for the steps of a
-//! report that only read: one core would otherwise work while the others
-//! idle.
+//! Work split over the cores (in consecutive parts, or item by item as
+//! cores free up), for the steps of a report that only read: one core
+//! would otherwise work while the others idle.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// How many cores to use: all, up to 8 (past that, merging costs more
 /// than the parts save).
@@ -30,20 +32,23 @@ pub fn map_parts<'a, T: Sync, R: Send>(
     })
 }
 
+/// The next of `n` items for a worker to take, counted in `next`; `None`
+/// once all are taken.
+pub fn take(next: &AtomicUsize, n: usize) -> Option<usize> {
+    let i = next.fetch_add(1, Ordering::Relaxed);
+    (i < n).then_some(i)
+}
+
 /// `f` of each item, on every core, each core taking the next item when
 /// it is done with one: for a few items of very uneven cost. In order.
 pub fn map_each<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
     let next = AtomicUsize::new(0);
     let work = || {
         let mut done = Vec::new();
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(item) = items.get(i) else {
-                return done;
-            };
-            done.push((i, f(item)));
+        while let Some(i) = take(&next, items.len()) {
+            done.push((i, f(&items[i])));
         }
+        done
     };
     let mut all = std::thread::scope(|s| {
         let others: Vec<_> = (1..cores().min(items.len()))

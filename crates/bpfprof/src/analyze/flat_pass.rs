@@ -20,7 +20,7 @@
 //! ordering every record, which was most of the reading.
 
 use std::collections::hash_map::Entry;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc::{channel, Sender};
 
 use perfdata::{record_type as rt, PerfFile, RoundOrder};
@@ -69,7 +69,7 @@ pub(super) fn run(
         let mut out = Vec::new();
         let mut direct = text.map(TextCounts::new);
         let mut copies = HugeVec::new();
-        while let Some(i) = take(&next, n) {
+        while let Some(i) = crate::parallel::take(&next, n) {
             let (from, to) = (bounds[i], bounds[i + 1]);
             let piece = read_piece(
                 file,
@@ -187,12 +187,6 @@ fn on_workers<T: Send>(
             .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
             .collect()
     })
-}
-
-/// The next of `n` pieces for whichever worker asks.
-fn take(next: &AtomicUsize, n: usize) -> Option<usize> {
-    let i = next.fetch_add(1, Ordering::Relaxed);
-    (i < n).then_some(i)
 }
 
 /// Where to cut the data into pieces: the data's start and end, and record
@@ -618,7 +612,7 @@ impl Worker<'_> {
         let mut counts: FxHashMap<Key, Counts> = FxHashMap::default();
         let mut sent: Vec<bool> = Vec::new();
         let mut cache = vec![EMPTY; SLOTS];
-        while let Some(i) = take(next, pieces.len()) {
+        while let Some(i) = crate::parallel::take(next, pieces.len()) {
             let piece = &pieces[i];
             let copies = self.copies[piece.reader].slices(piece.samples.clone());
             for c in copies.flatten() {

@@ -34,7 +34,7 @@ pub struct RawNode {
 pub struct RawStacks {
     /// (address, parent) → node, a table per kind: 16-byte slots rather
     /// than 24 with the kind in the key (on a recording of a million
-    /// nodes, the report's peak RSS fell from 240 to 187 MB; perf: 231).
+    /// nodes, the report's peak RSS is 174-181 MB; perf's is 231).
     index: Vec<NodeTable>,
     /// Recently used (parent, address) → node, direct-mapped: the hot part
     /// of a big tree, small enough to stay in the CPU cache.
