@@ -27,9 +27,10 @@ pub struct ReportArgs {
     /// Show only each row's own samples (the default).
     #[arg(long)]
     pub no_children: bool,
-    /// Print call graphs under each row: callee (default) or caller order.
+    /// Print call graphs under each row: callee (default) or caller order;
+    /// `none` prints none, as in perf.
     #[arg(short = 'g', long = "call-graph", num_args = 0..=1, default_missing_value = "callee")]
-    pub call_graph: Option<CallOrder>,
+    pub call_graph: Option<CallGraph>,
     /// Only these commands (comma-separated).
     #[arg(long = "comm", alias = "comms", value_delimiter = ',')]
     pub comms: Vec<String>,
@@ -53,8 +54,31 @@ pub struct ReportArgs {
     pub json: bool,
 }
 
+/// What `-g` asks for. perf's own `-g none` is the habit of anyone who
+/// wants a flat table from a recording with call chains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CallGraph {
+    /// Callee order (the default of a bare `-g`).
+    Callee,
+    /// Caller order.
+    Caller,
+    /// No call graphs.
+    None,
+}
+
+impl CallGraph {
+    fn order(self) -> Option<CallOrder> {
+        match self {
+            CallGraph::Callee => Some(CallOrder::Callee),
+            CallGraph::Caller => Some(CallOrder::Caller),
+            CallGraph::None => None,
+        }
+    }
+}
+
 pub fn run(a: &ReportArgs) -> Result<()> {
-    let callchains = a.children || a.call_graph.is_some();
+    let call_graph = a.call_graph.and_then(CallGraph::order);
+    let callchains = a.children || call_graph.is_some();
     let by_thread = a
         .sort
         .iter()
@@ -75,7 +99,7 @@ pub fn run(a: &ReportArgs) -> Result<()> {
             dsos: a.dsos.clone(),
         },
         children: a.children && !a.no_children,
-        callgraph: a.call_graph,
+        callgraph: call_graph,
         percent_limit: a.percent_limit,
         bpf_only: a.bpf,
         bpf_summary: !a.no_bpf_summary,

@@ -347,6 +347,39 @@ fn call_graphs_callee_and_caller_order() {
     );
 }
 
+/// perf's `-g none`, typed from habit, is the table without graphs: with
+/// and without `--children`, as perf shows it.
+#[test]
+fn call_graph_none_is_the_table_without_graphs() {
+    let Some(r) = rec() else { return };
+    let stdio = |args: &[&str]| {
+        support::stdout(
+            support::bpfprof()
+                .args(["report", "--stdio", "--sort", "dso,sym"])
+                .args(args)
+                .arg("-i")
+                .arg(&r.data),
+        )
+    };
+    let plain = stdio(&[]);
+    assert!(plain.lines().any(|l| l.contains("[k]")), "{plain}");
+    assert_eq!(stdio(&["-g", "none"]), plain);
+    assert_eq!(stdio(&["--call-graph=none"]), plain);
+    assert_ne!(stdio(&["-g"]), plain, "a bare -g prints graphs");
+    for children in [false, true] {
+        let perf = perf_rows(&r.data, "dso,sym", children, &[]);
+        let args: &[&str] = if children {
+            &["--children", "-g", "none"]
+        } else {
+            &["-g", "none"]
+        };
+        let (total, ours, _) = our_rows(&r.data, "dso,sym", args);
+        assert_eq!(total, perf.iter().map(|x| x.samples).sum::<u64>());
+        assert_eq!(ours.iter().all(|x| x.children.is_some()), children);
+        assert_agree(&format!("{args:?}"), &ours, &perf);
+    }
+}
+
 fn assert_sort_agrees(r: &Recording, sort: &str) {
     let perf = perf_rows(&r.data, sort, false, &[]);
     let (total, ours, _) = our_rows(&r.data, sort, &[]);

@@ -10,7 +10,7 @@ use super::profile::{Counts, Profile};
 use super::table::{group_key, Filters, SortKey};
 use crate::symbolize::SymId;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallOrder {
     /// The sampled function first, then its callers.
     Callee,
