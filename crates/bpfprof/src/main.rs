@@ -35,6 +35,7 @@ fn main() {
     bpfprof::capture::sys::default_sigpipe();
     let cli = Cli::parse();
     if matches!(cli.cmd, Cmd::Report(_) | Cmd::Annotate(_)) {
+        bpfprof::capture::sys::rerun_with_huge_heaps();
         bpfprof::capture::sys::keep_big_blocks_in_heap();
     }
     let r = match &cli.cmd {

@@ -380,6 +380,34 @@ fn call_graph_none_is_the_table_without_graphs() {
     }
 }
 
+/// A report starts itself again with glibc's huge-page tunable set
+/// (unless it is set already): its arguments, a path with a space and a
+/// byte that is not UTF-8 among them, reach the second start intact.
+#[test]
+fn a_report_runs_the_same_when_it_starts_again() {
+    use std::os::unix::ffi::OsStrExt;
+    let Some(r) = rec() else { return };
+    let dir = support::tempdir();
+    let odd = dir
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"a file \xff.data"));
+    std::fs::copy(&r.data, &odd).unwrap();
+    let report = |file: &Path, tunables: Option<&str>| {
+        let mut cmd = support::bpfprof();
+        cmd.args(["report", "--stdio", "--sort", "dso,sym", "-i"])
+            .arg(file);
+        match tunables {
+            Some(t) => cmd.env("GLIBC_TUNABLES", t),
+            None => cmd.env_remove("GLIBC_TUNABLES"),
+        };
+        support::stdout(&mut cmd)
+    };
+    let want = report(&r.data, Some("glibc.malloc.hugetlb=0"));
+    assert!(want.lines().any(|l| l.contains("[k]")), "{want}");
+    assert_eq!(report(&odd, None), want);
+    assert_eq!(report(&odd, Some("glibc.malloc.check=0")), want);
+}
+
 fn assert_sort_agrees(r: &Recording, sort: &str) {
     let perf = perf_rows(&r.data, sort, false, &[]);
     let (total, ours, _) = our_rows(&r.data, sort, &[]);

@@ -445,6 +445,57 @@ pub fn keep_big_blocks_in_heap() {
     }
 }
 
+/// Run this program again with glibc's malloc backing its heaps with
+/// transparent huge pages (the `glibc.malloc.hugetlb=1` tunable, which
+/// glibc reads only when a program starts), unless the kernel never gives
+/// them or the tunable is already set. A report fills tens of megabytes of
+/// new heap, and page by page that was ~3k page faults: the flat report on
+/// the 105 MB benchmark file is ~6% faster, restart included (README →
+/// Performance). Returns only if the program was not run again (or could
+/// not be); in the second run it puts `GLIBC_TUNABLES` back as it was, so
+/// that any program it starts starts as it would have.
+pub fn rerun_with_huge_heaps() {
+    #[cfg(target_env = "gnu")]
+    {
+        use std::os::unix::process::CommandExt;
+        const VAR: &str = "GLIBC_TUNABLES";
+        // The user's own value of VAR, before the run again: "-" if unset.
+        const WAS: &str = "BPFPROF_GLIBC_TUNABLES_WAS";
+        if let Some(was) = std::env::var_os(WAS) {
+            std::env::remove_var(WAS);
+            match was.to_str() {
+                Some("-") => std::env::remove_var(VAR),
+                _ => std::env::set_var(VAR, was),
+            }
+            return;
+        }
+        let old = std::env::var(VAR).ok();
+        if old
+            .as_deref()
+            .is_some_and(|t| t.contains("glibc.malloc.hugetlb"))
+        {
+            return;
+        }
+        let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled");
+        if !thp.is_ok_and(|t| !t.contains("[never]")) {
+            return;
+        }
+        let mut args = std::env::args_os();
+        let Some(argv0) = args.next() else { return };
+        let tunables = match &old {
+            Some(t) if !t.is_empty() => format!("{t}:glibc.malloc.hugetlb=1"),
+            _ => "glibc.malloc.hugetlb=1".to_string(),
+        };
+        // Returns only if the exec failed (no /proc, say): run on as we are.
+        let _ = std::process::Command::new("/proc/self/exe")
+            .arg0(argv0)
+            .args(args)
+            .env(VAR, tunables)
+            .env(WAS, old.as_deref().unwrap_or("-"))
+            .exec();
+    }
+}
+
 /// Whether a stop signal arrived, and which.
 pub fn stop_requested() -> Option<i32> {
     STOP.load(Ordering::SeqCst)
