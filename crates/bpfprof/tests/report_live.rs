@@ -408,6 +408,47 @@ fn a_report_runs_the_same_when_it_starts_again() {
     assert_eq!(report(&odd, Some("glibc.malloc.check=0")), want);
 }
 
+/// The second start is from /proc/self/exe, which names the process
+/// "exe"; it takes its first name back. perf's task events are the
+/// oracle: the process's last COMM names it as the first exec did.
+#[test]
+fn a_report_keeps_its_command_name_when_it_starts_again() {
+    let Some(r) = rec() else { return };
+    let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled");
+    if !support::require(
+        thp.is_ok_and(|t| !t.contains("[never]")),
+        "transparent huge pages are off: a report does not start again",
+    ) {
+        return;
+    }
+    let dir = support::tempdir();
+    let data = support::path(&dir, "self.data");
+    support::run(
+        Command::new("perf")
+            .args(["record", "-q", "-F", "99", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_bpfprof"))
+            .args(["report", "--stdio", "-i"])
+            .arg(&r.data)
+            .env_remove("GLIBC_TUNABLES"),
+    );
+    let events = support::stdout(
+        Command::new("perf")
+            .args(["script", "--show-task-events", "-i"])
+            .arg(&data),
+    );
+    let comms: Vec<&str> = events
+        .lines()
+        .filter_map(|l| l.split("PERF_RECORD_COMM").nth(1))
+        .filter(|c| !c.contains("perf-exec"))
+        .collect();
+    let execs = comms.iter().filter(|c| c.starts_with(" exec:")).count();
+    assert_eq!(execs, 2, "started twice: {comms:?}");
+    let last = comms.last().expect("COMM events");
+    assert!(last.contains(" bpfprof:"), "{comms:?}");
+}
+
 fn assert_sort_agrees(r: &Recording, sort: &str) {
     let perf = perf_rows(&r.data, sort, false, &[]);
     let (total, ours, _) = our_rows(&r.data, sort, &[]);

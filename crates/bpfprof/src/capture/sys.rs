@@ -459,13 +459,20 @@ pub fn rerun_with_huge_heaps() {
     {
         use std::os::unix::process::CommandExt;
         const VAR: &str = "GLIBC_TUNABLES";
-        // The user's own value of VAR, before the run again: "-" if unset.
+        // The user's own value of VAR before the second start: "+value",
+        // or "-" if unset; and the command name (comm) of the first start,
+        // which starting from /proc/self/exe would change to "exe".
         const WAS: &str = "BPFPROF_GLIBC_TUNABLES_WAS";
+        const COMM: &str = "BPFPROF_COMM_WAS";
         if let Some(was) = std::env::var_os(WAS) {
             std::env::remove_var(WAS);
-            match was.to_str() {
-                Some("-") => std::env::remove_var(VAR),
-                _ => std::env::set_var(VAR, was),
+            match was.to_str().and_then(|w| w.strip_prefix('+')) {
+                Some(value) => std::env::set_var(VAR, value),
+                None => std::env::remove_var(VAR),
+            }
+            if let Some(comm) = std::env::var_os(COMM) {
+                std::env::remove_var(COMM);
+                set_comm(&comm);
             }
             return;
         }
@@ -480,19 +487,40 @@ pub fn rerun_with_huge_heaps() {
         if !thp.is_ok_and(|t| !t.contains("[never]")) {
             return;
         }
+        let Ok(comm) = std::fs::read_to_string("/proc/self/comm") else {
+            return;
+        };
         let mut args = std::env::args_os();
         let Some(argv0) = args.next() else { return };
         let tunables = match &old {
             Some(t) if !t.is_empty() => format!("{t}:glibc.malloc.hugetlb=1"),
             _ => "glibc.malloc.hugetlb=1".to_string(),
         };
-        // Returns only if the exec failed (no /proc, say): run on as we are.
+        let was = old.as_ref().map_or("-".to_string(), |t| format!("+{t}"));
+        // Returns only if the exec failed: run on as we are.
         let _ = std::process::Command::new("/proc/self/exe")
             .arg0(argv0)
             .args(args)
             .env(VAR, tunables)
-            .env(WAS, old.as_deref().unwrap_or("-"))
+            .env(WAS, was)
+            .env(COMM, comm.trim_end_matches('\n'))
             .exec();
+    }
+}
+
+/// Name this thread (the main thread: the process's command name, as ps
+/// and perf show it); names past 15 bytes are cut, as the kernel does.
+#[cfg(target_env = "gnu")]
+fn set_comm(name: &std::ffi::OsStr) {
+    use std::os::unix::ffi::OsStrExt;
+    let mut buf = [0u8; 16];
+    let bytes = name.as_bytes();
+    let n = bytes.len().min(15);
+    buf[..n].copy_from_slice(&bytes[..n]);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16
+    // bytes from the pointer; `buf` is 16 bytes and ends in a NUL.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, buf.as_ptr() as libc::c_ulong, 0, 0, 0);
     }
 }
 
