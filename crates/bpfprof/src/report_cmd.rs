@@ -76,9 +76,16 @@ impl CallGraph {
     }
 }
 
+impl ReportArgs {
+    /// Whether the report reads call chains (for graphs or children).
+    pub fn callchains(&self) -> bool {
+        self.children || self.call_graph.and_then(CallGraph::order).is_some()
+    }
+}
+
 pub fn run(a: &ReportArgs) -> Result<()> {
     let call_graph = a.call_graph.and_then(CallGraph::order);
-    let callchains = a.children || call_graph.is_some();
+    let callchains = a.callchains();
     let by_thread = a
         .sort
         .iter()

@@ -451,7 +451,7 @@ pub fn keep_big_blocks_in_heap() {
 /// them or the tunable is already set. A report fills tens of megabytes of
 /// new heap, and page by page that was ~3k page faults: the flat report on
 /// the 105 MB benchmark file is ~6% faster, restart included (README →
-/// Performance). Returns only if the program was not run again (or could
+/// Performance; reports with call chains were slower, and do not ask). Returns only if the program was not run again (or could
 /// not be); in the second run it puts `GLIBC_TUNABLES` back as it was, so
 /// that any program it starts starts as it would have.
 pub fn rerun_with_huge_heaps() {
