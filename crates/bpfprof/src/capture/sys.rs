@@ -451,9 +451,10 @@ pub fn keep_big_blocks_in_heap() {
 /// them or the tunable is already set. A report fills tens of megabytes of
 /// new heap, and page by page that was ~3k page faults: the flat report on
 /// the 105 MB benchmark file is ~6% faster, restart included (README →
-/// Performance; reports with call chains were slower, and do not ask). Returns only if the program was not run again (or could
-/// not be); in the second run it puts `GLIBC_TUNABLES` back as it was, so
-/// that any program it starts starts as it would have.
+/// Performance; reports with call chains were slower, and do not ask).
+/// Returns only if the program was not run again (or could not be); in
+/// the second run it puts `GLIBC_TUNABLES` back as it was, so that any
+/// program it starts starts as it would have.
 pub fn rerun_with_huge_heaps() {
     #[cfg(target_env = "gnu")]
     {
@@ -476,7 +477,12 @@ pub fn rerun_with_huge_heaps() {
             }
             return;
         }
-        let old = std::env::var(VAR).ok();
+        // A value that is not UTF-8 could not be put back as it was.
+        let old = match std::env::var(VAR) {
+            Ok(v) => Some(v),
+            Err(std::env::VarError::NotPresent) => None,
+            Err(std::env::VarError::NotUnicode(_)) => return,
+        };
         if old
             .as_deref()
             .is_some_and(|t| t.contains("glibc.malloc.hugetlb"))
