@@ -31,6 +31,9 @@ pub struct ReportArgs {
     /// `none` prints none, as in perf.
     #[arg(short = 'g', long = "call-graph", num_args = 0..=1, default_missing_value = "callee")]
     pub call_graph: Option<CallGraph>,
+    /// Call graphs in caller order, as perf's `-G`, whatever `-g` says.
+    #[arg(short = 'G', long)]
+    pub inverted: bool,
     /// Only these commands (comma-separated).
     #[arg(long = "comm", alias = "comms", value_delimiter = ',')]
     pub comms: Vec<String>,
@@ -77,14 +80,22 @@ impl CallGraph {
 }
 
 impl ReportArgs {
+    /// The call graphs asked for, if any.
+    fn graph_order(&self) -> Option<CallOrder> {
+        match self.inverted {
+            true => Some(CallOrder::Caller),
+            false => self.call_graph.and_then(CallGraph::order),
+        }
+    }
+
     /// Whether the report reads call chains (for graphs or children).
     pub fn callchains(&self) -> bool {
-        self.children || self.call_graph.and_then(CallGraph::order).is_some()
+        self.children || self.graph_order().is_some()
     }
 }
 
 pub fn run(a: &ReportArgs) -> Result<()> {
-    let call_graph = a.call_graph.and_then(CallGraph::order);
+    let call_graph = a.graph_order();
     let callchains = a.callchains();
     let by_thread = a
         .sort

@@ -348,7 +348,8 @@ fn call_graphs_callee_and_caller_order() {
 }
 
 /// perf's `-g none`, typed from habit, is the table without graphs: with
-/// and without `--children`, as perf shows it.
+/// and without `--children`, as perf shows it; and perf's `-G` is
+/// `-g caller`.
 #[test]
 fn call_graph_none_is_the_table_without_graphs() {
     let Some(r) = rec() else { return };
@@ -366,6 +367,9 @@ fn call_graph_none_is_the_table_without_graphs() {
     assert_eq!(stdio(&["-g", "none"]), plain);
     assert_eq!(stdio(&["--call-graph=none"]), plain);
     assert_ne!(stdio(&["-g"]), plain, "a bare -g prints graphs");
+    // perf's -G is its alias for caller-order graphs.
+    assert_eq!(stdio(&["-G"]), stdio(&["-g", "caller"]));
+    assert_ne!(stdio(&["-G"]), stdio(&["-g"]));
     for children in [false, true] {
         let perf = perf_rows(&r.data, "dso,sym", children, &[]);
         let args: &[&str] = if children {
