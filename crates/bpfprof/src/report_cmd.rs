@@ -34,6 +34,10 @@ pub struct ReportArgs {
     /// Call graphs in caller order, as perf's `-G`, whatever `-g` says.
     #[arg(short = 'G', long)]
     pub inverted: bool,
+    /// Accepted for perf compatibility (`-n`): the samples column is always
+    /// shown.
+    #[arg(short = 'n', long, hide = true)]
+    pub show_nr_samples: bool,
     /// Only these commands (comma-separated).
     #[arg(long = "comm", alias = "comms", value_delimiter = ',')]
     pub comms: Vec<String>,

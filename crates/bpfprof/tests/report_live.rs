@@ -348,10 +348,10 @@ fn call_graphs_callee_and_caller_order() {
 }
 
 /// perf's `-g none`, typed from habit, is the table without graphs: with
-/// and without `--children`, as perf shows it; and perf's `-G` is
-/// `-g caller`.
+/// and without `--children`, as perf shows it; perf's `-G` is
+/// `-g caller`, and its `-n` is our default.
 #[test]
-fn call_graph_none_is_the_table_without_graphs() {
+fn perf_habits_g_none_inverted_and_n() {
     let Some(r) = rec() else { return };
     let stdio = |args: &[&str]| {
         support::stdout(
@@ -364,6 +364,9 @@ fn call_graph_none_is_the_table_without_graphs() {
     };
     let plain = stdio(&[]);
     assert!(plain.lines().any(|l| l.contains("[k]")), "{plain}");
+    // perf's -n adds the samples column, which is always there.
+    assert!(plain.lines().any(|l| l.contains("Samples")), "{plain}");
+    assert_eq!(stdio(&["-n"]), plain);
     assert_eq!(stdio(&["-g", "none"]), plain);
     assert_eq!(stdio(&["--call-graph=none"]), plain);
     assert_ne!(stdio(&["-g"]), plain, "a bare -g prints graphs");
