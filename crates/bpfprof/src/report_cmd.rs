@@ -92,9 +92,14 @@ impl ReportArgs {
         }
     }
 
+    /// Whether the children column is shown.
+    fn children(&self) -> bool {
+        self.children && !self.no_children
+    }
+
     /// Whether the report reads call chains (for graphs or children).
     pub fn callchains(&self) -> bool {
-        self.children || self.graph_order().is_some()
+        self.children() || self.graph_order().is_some()
     }
 }
 
@@ -120,7 +125,7 @@ pub fn run(a: &ReportArgs) -> Result<()> {
             pids: a.pids.clone(),
             dsos: a.dsos.clone(),
         },
-        children: a.children && !a.no_children,
+        children: a.children(),
         callgraph: call_graph,
         percent_limit: a.percent_limit,
         bpf_only: a.bpf,

@@ -489,8 +489,10 @@ pub fn rerun_with_huge_heaps() {
         {
             return;
         }
-        let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled");
-        if !thp.is_ok_and(|t| !t.contains("[never]")) {
+        let Ok(thp) = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled") else {
+            return;
+        };
+        if thp.contains("[never]") {
             return;
         }
         let Ok(comm) = std::fs::read_to_string("/proc/self/comm") else {
