@@ -12,9 +12,9 @@
 //! recording, which knows them at the time of each sample). Dynamic
 //! trampolines (`[__builtin__ftrace]`) are kept as first seen in the boot.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use super::cache_files::{self, Fnv};
 use super::file_map::map_file;
 use super::Kallsyms;
 
@@ -27,7 +27,7 @@ pub fn load(path: &Path) -> std::io::Result<Kallsyms> {
     if path != Path::new(PROC) {
         return Kallsyms::load(path);
     }
-    let (Some(dir), Some(stamp)) = (cache_dir(), stamp()) else {
+    let (Some(dir), Some(stamp)) = (cache_files::dir(), stamp()) else {
         return Kallsyms::load(path);
     };
     let file = dir.join("kallsyms");
@@ -41,15 +41,6 @@ pub fn load(path: &Path) -> std::io::Result<Kallsyms> {
         let _ = write(&dir, &file, &stamp, &k);
     }
     Ok(k)
-}
-
-/// `$XDG_CACHE_HOME/bpfprof`, else `~/.cache/bpfprof`.
-fn cache_dir() -> Option<PathBuf> {
-    let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
-        Some(x) => PathBuf::from(x),
-        None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".cache"),
-    };
-    Some(base.join("bpfprof"))
 }
 
 /// What the cache depends on: this boot, and the loaded modules
@@ -87,44 +78,14 @@ fn read(file: &Path, stamp: &str) -> Option<Kallsyms> {
 }
 
 fn write(dir: &Path, file: &Path, stamp: &str, k: &Kallsyms) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
     let body = k.encode();
-    // Written aside and renamed, so that a reader never sees half a file;
-    // 0600, since kernel addresses reveal the boot's KASLR offset.
-    let tmp = dir.join(format!("kallsyms.{}.tmp", std::process::id()));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    writeln!(f, "{MAGIC} {stamp} {}", body.len())?;
-    f.write_all(body)?;
-    drop(f);
-    std::fs::rename(&tmp, file).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
-}
-
-/// FNV-1a: a stable hash, so that the stamp means the same across builds.
-struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Fnv {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
+    let head = format!("{MAGIC} {stamp} {}\n", body.len());
+    let name = file
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("kallsyms");
+    // 0600: kernel addresses reveal the boot's KASLR offset.
+    cache_files::write(dir, name, &[head.as_bytes(), body])
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 pub mod bpf;
 mod by_address;
+mod cache_files;
 mod debug_files;
 mod demangle;
 pub mod elf;
