@@ -16,7 +16,9 @@ use object::{Object, ObjectSegment};
 pub use super::demangle::demangle;
 use super::file_map::FileBytes;
 
-#[derive(Debug, Clone, Copy)]
+mod cache;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
 struct Sym {
     start: u64,
     end: u64,
@@ -31,7 +33,7 @@ struct Sym {
 const LAZY: u32 = u32::MAX;
 
 /// Aliases at one address left for [`ElfSymbols::name_of`] to choose from.
-#[derive(Default)]
+#[derive(Default, Debug, PartialEq)]
 struct Ties {
     /// (start, first, count) into `names`, by start.
     groups: Vec<(u64, u32, u32)>,
@@ -90,6 +92,13 @@ struct Candidate {
 }
 
 impl ElfSymbols {
+    /// The symbols of the binary at `path`, parsed, or as parsed before
+    /// when the cache of parsed tables has this very file (see `cache`);
+    /// `None` if it cannot be read or parsed.
+    pub fn load(path: &std::path::Path) -> Option<ElfSymbols> {
+        cache::load(path)
+    }
+
     /// Parse an ELF image. Errors are returned as text: the caller only
     /// reports them once per file.
     pub fn parse(data: FileBytes) -> Result<ElfSymbols, String> {
@@ -123,7 +132,7 @@ impl ElfSymbols {
         for (start, size, name) in plt {
             self.syms.push(Sym {
                 start,
-                end: start + size,
+                end: start.saturating_add(size),
                 name_off: self.plt_names.len() as u32,
                 plt: true,
             });
@@ -198,8 +207,8 @@ impl ElfSymbols {
     pub fn offset_to_vaddr(&self, off: u64) -> Option<u64> {
         self.segments
             .iter()
-            .find(|&&(o, size, _)| off >= o && off < o + size.max(1))
-            .map(|&(o, _, vaddr)| off - o + vaddr)
+            .find(|&&(o, size, _)| off >= o && off - o < size.max(1))
+            .and_then(|&(o, _, vaddr)| vaddr.checked_add(off - o))
     }
 
     /// The function containing `vaddr`, with the symbol's start address.
@@ -238,8 +247,8 @@ impl ElfSymbols {
     pub fn vaddr_to_offset(&self, vaddr: u64) -> Option<u64> {
         self.segments
             .iter()
-            .find(|&&(_, size, va)| vaddr >= va && vaddr < va + size)
-            .map(|&(o, _, va)| vaddr - va + o)
+            .find(|&&(_, size, va)| vaddr >= va && vaddr - va < size)
+            .and_then(|&(o, _, va)| o.checked_add(vaddr - va))
     }
 }
 
@@ -340,7 +349,7 @@ fn read<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<Par
             // Most addresses have one symbol: no aliases to choose among.
             syms.push(Sym {
                 start: only.start,
-                end: only.start + only.size,
+                end: only.start.saturating_add(only.size),
                 name_off: only.name_off,
                 plt: false,
             });
@@ -364,7 +373,7 @@ fn read<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<Par
         };
         syms.push(Sym {
             start: best.start,
-            end: best.start + best.size,
+            end: best.start.saturating_add(best.size),
             name_off,
             plt: false,
         });

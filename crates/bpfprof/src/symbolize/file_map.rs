@@ -20,8 +20,15 @@ impl std::ops::Deref for FileBytes {
 }
 
 pub fn map_file(path: &Path) -> Option<FileBytes> {
+    map_with_metadata(path).map(|(bytes, _)| bytes)
+}
+
+/// The file mapped, with what fstat said of the file mapped: the identity
+/// of the very bytes parsed, whatever replaces the path meanwhile.
+pub fn map_with_metadata(path: &Path) -> Option<(FileBytes, std::fs::Metadata)> {
     let f = std::fs::File::open(path).ok()?;
-    if f.metadata().ok()?.len() == 0 {
+    let meta = f.metadata().ok()?;
+    if meta.len() == 0 {
         return None;
     }
     // SAFETY: the map is read-only and private to this process; a binary
@@ -32,5 +39,5 @@ pub fn map_file(path: &Path) -> Option<FileBytes> {
     // report ends; a binary truncated in place meanwhile (not replaced, as
     // package managers do) can raise SIGBUS, as it can for perf.
     let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
-    Some(FileBytes::Mapped(map))
+    Some((FileBytes::Mapped(map), meta))
 }

@@ -9,7 +9,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 
-use super::file_map::{map_file, FileBytes};
+use super::file_map::FileBytes;
 use super::{debug_files, kallsyms_cache, DsoId, DsoKind, ElfSymbols, Kallsyms};
 
 pub struct Job {
@@ -82,12 +82,13 @@ impl Loader {
 /// stripped; `None` when unreadable or rebuilt since the recording (its
 /// build id differs), so that no wrong names are shown.
 pub fn load_elf(path: &Path, kind: DsoKind, build_id: Option<&[u8]>) -> Option<ElfSymbols> {
-    let data = match kind {
-        DsoKind::Vdso => FileBytes::Owned(debug_files::vdso_image(build_id)?),
-        DsoKind::User => map_file(path)?,
+    let elf = match kind {
+        DsoKind::Vdso => {
+            ElfSymbols::parse(FileBytes::Owned(debug_files::vdso_image(build_id)?)).ok()?
+        }
+        DsoKind::User => ElfSymbols::load(path)?,
         _ => return None,
     };
-    let elf = ElfSymbols::parse(data).ok()?;
     if let (Some(want), Some(have)) = (build_id, &elf.build_id) {
         if want != have.as_slice() {
             return None;
@@ -97,8 +98,7 @@ pub fn load_elf(path: &Path, kind: DsoKind, build_id: Option<&[u8]>) -> Option<E
         return Some(elf);
     }
     let dbg = debug_files::find(path, elf.build_id.as_deref())
-        .and_then(|p| map_file(&p))
-        .and_then(|b| ElfSymbols::parse(b).ok())
+        .and_then(|p| ElfSymbols::load(&p))
         .filter(|e| e.has_symtab);
     Some(match dbg {
         Some(dbg) => elf.with_symbols_of(dbg),
