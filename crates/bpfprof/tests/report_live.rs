@@ -866,7 +866,8 @@ fn a_file_cut_in_its_data_is_reported_or_refused_cleanly() {
 
 /// Symbols are resolved partly while the records are read, in an order
 /// that depends on thread timing; nothing printed may depend on it. Runs
-/// with a cold and a warm kallsyms cache differ most in timing.
+/// with cold and warm caches (kallsyms, parsed ELF symbol tables) differ
+/// most in timing, and the warm ones use the tables the cold one parsed.
 #[test]
 fn reports_are_the_same_on_every_run() {
     let Some(r) = rec() else { return };
@@ -894,4 +895,9 @@ fn reports_are_the_same_on_every_run() {
             );
         }
     }
+    // Binaries of 1 MB and more are cached: a recording of the whole
+    // system has samples in libc and in perf itself.
+    let elf = cache.path().join("bpfprof/elf");
+    let cached = std::fs::read_dir(&elf).map_or(0, |d| d.count());
+    assert!(cached > 0, "no parsed symbol table in {}", elf.display());
 }
