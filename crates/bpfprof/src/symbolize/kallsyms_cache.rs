@@ -20,6 +20,8 @@ use super::Kallsyms;
 
 const PROC: &str = "/proc/kallsyms";
 const MAGIC: &str = "# bpfprof kallsyms cache v2";
+/// The cache file's name in the cache directory.
+const NAME: &str = "kallsyms";
 
 /// Kernel symbols from `path`; for the running kernel's /proc/kallsyms,
 /// through the cache when it is still right, refreshing it when not.
@@ -30,7 +32,7 @@ pub fn load(path: &Path) -> std::io::Result<Kallsyms> {
     let (Some(dir), Some(stamp)) = (cache_files::dir(), stamp()) else {
         return Kallsyms::load(path);
     };
-    let file = dir.join("kallsyms");
+    let file = dir.join(NAME);
     if let Some(k) = read(&file, &stamp) {
         return Ok(k);
     }
@@ -38,7 +40,7 @@ pub fn load(path: &Path) -> std::io::Result<Kallsyms> {
     let k = Kallsyms::parse(&text);
     if !k.is_empty() {
         // Best effort: a report does not fail for want of a cache.
-        let _ = write(&dir, &file, &stamp, &k);
+        let _ = write(&dir, &stamp, &k);
     }
     Ok(k)
 }
@@ -77,15 +79,12 @@ fn read(file: &Path, stamp: &str) -> Option<Kallsyms> {
     Kallsyms::decode(data, nl + 1).filter(|k| !k.is_empty())
 }
 
-fn write(dir: &Path, file: &Path, stamp: &str, k: &Kallsyms) -> std::io::Result<()> {
+/// Write the cache file `NAME` in `dir`; 0600 (see `cache_files`), as
+/// kernel addresses reveal the boot's KASLR offset.
+fn write(dir: &Path, stamp: &str, k: &Kallsyms) -> std::io::Result<()> {
     let body = k.encode();
     let head = format!("{MAGIC} {stamp} {}\n", body.len());
-    let name = file
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("kallsyms");
-    // 0600: kernel addresses reveal the boot's KASLR offset.
-    cache_files::write(dir, name, &[head.as_bytes(), body])
+    cache_files::write(dir, NAME, &[head.as_bytes(), body])
 }
 
 #[cfg(test)]
@@ -110,14 +109,8 @@ mod tests {
     #[test]
     fn the_cache_gives_what_the_text_gives_and_only_for_its_stamp() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("kallsyms");
-        write(
-            dir.path(),
-            &file,
-            "boot-1 00",
-            &Kallsyms::parse(TEXT.as_bytes()),
-        )
-        .unwrap();
+        let file = dir.path().join(NAME);
+        write(dir.path(), "boot-1 00", &Kallsyms::parse(TEXT.as_bytes())).unwrap();
         let cached = read(&file, "boot-1 00").expect("a cache written for this stamp");
         assert_eq!(names(&cached), names(&Kallsyms::parse(TEXT.as_bytes())));
         assert!(read(&file, "boot-2 00").is_none(), "another boot");
@@ -135,8 +128,8 @@ mod tests {
     #[test]
     fn a_damaged_cache_is_not_used() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("kallsyms");
-        write(dir.path(), &file, "b 00", &Kallsyms::parse(TEXT.as_bytes())).unwrap();
+        let file = dir.path().join(NAME);
+        write(dir.path(), "b 00", &Kallsyms::parse(TEXT.as_bytes())).unwrap();
         let whole = std::fs::read(&file).unwrap();
         for cut in [0, 5, whole.len() / 2, whole.len() - 1] {
             std::fs::write(&file, &whole[..cut]).unwrap();
