@@ -49,12 +49,10 @@ pub fn load(path: &Path) -> Option<ElfSymbols> {
 /// from the cache.
 fn load_in(path: &Path, dir: Option<&Path>) -> Option<(ElfSymbols, bool)> {
     let (data, meta) = map_with_metadata(path)?;
-    let (Some(dir), Some(stamp)) = (dir, stamp_of(&meta)) else {
+    let stamp = stamp_of(&meta).filter(|_| meta.len() >= MIN_SIZE);
+    let (Some(dir), Some(stamp)) = (dir, stamp) else {
         return Some((ElfSymbols::parse(data).ok()?, false));
     };
-    if meta.len() < MIN_SIZE {
-        return Some((ElfSymbols::parse(data).ok()?, false));
-    }
     let name = format!("{:016x}", {
         let mut h = Fnv::default();
         stamp.iter().for_each(|v| h.write(&v.to_le_bytes()));
@@ -109,10 +107,16 @@ static EXE: OnceLock<Option<u64>> = OnceLock::new();
 /// The cached symbols of `data` if `file` was written for `stamp` and
 /// holds together; else `data` back, to be parsed.
 fn read(file: &Path, stamp: &Stamp, data: FileBytes) -> Result<ElfSymbols, FileBytes> {
-    let bytes = match std::fs::metadata(file) {
-        Ok(m) if m.len() <= MAX_CACHE_FILE => std::fs::read(file).ok(),
-        _ => None,
-    };
+    let bytes = std::fs::File::open(file).ok().and_then(|mut f| {
+        use std::io::Read;
+        let len = f.metadata().ok()?.len();
+        if len > MAX_CACHE_FILE {
+            return None;
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(len).ok()?);
+        f.read_to_end(&mut bytes).ok()?;
+        Some(bytes)
+    });
     match bytes {
         Some(bytes) => decode(&bytes, stamp, data),
         None => Err(data),
