@@ -7,7 +7,7 @@ use std::io::Write;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::profile::{Counts, Profile};
-use super::table::{group_key, Filters, SortKey};
+use super::table::{group_key, Filters, GroupKey, SortKey};
 use crate::symbolize::SymId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,9 +45,9 @@ pub fn index(
     p: &Profile,
     keys: &[SortKey],
     filters: &Filters,
-    wanted: &FxHashSet<[u64; 5]>,
-) -> FxHashMap<[u64; 5], Vec<(u32, Counts)>> {
-    let mut by_row: FxHashMap<[u64; 5], Vec<(u32, Counts)>> = FxHashMap::default();
+    wanted: &FxHashSet<GroupKey>,
+) -> FxHashMap<GroupKey, Vec<(u32, Counts)>> {
+    let mut by_row: FxHashMap<GroupKey, Vec<(u32, Counts)>> = FxHashMap::default();
     for ((k, node), c) in &p.chains {
         let g = group_key(keys, p, k);
         if wanted.contains(&g) && filters.keep(p, k) {

@@ -8,10 +8,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::table::Row;
-
-/// A group key: the sort keys' values in order, `u64::MAX` past the last.
-type GroupKey = [u64; 5];
+use super::table::{GroupKey, Row};
 
 const NONE: u32 = u32::MAX;
 

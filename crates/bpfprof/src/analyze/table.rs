@@ -74,8 +74,12 @@ pub struct Row {
     pub children: Option<Counts>,
 }
 
+/// The identity of an output row: the sort keys' values in order,
+/// `u64::MAX` past the last.
+pub type GroupKey = [u64; 5];
+
 /// The identity of the output row a raw row folds into.
-pub fn group_key(keys: &[SortKey], p: &Profile, k: &RowKey) -> [u64; 5] {
+pub fn group_key(keys: &[SortKey], p: &Profile, k: &RowKey) -> GroupKey {
     let mut out = [u64::MAX; 5];
     for (slot, key) in out.iter_mut().zip(keys) {
         *slot = match key {
@@ -152,7 +156,7 @@ pub fn group(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) -
 fn sum_rows(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) -> Groups {
     let sym = keys.iter().position(|&k| k == SortKey::Sym);
     let mut groups = Groups::new(sym, p.sym.syms.len(), p.rows.len() / 2);
-    let mut add = |g: [u64; 5], row: Row| {
+    let mut add = |g: GroupKey, row: Row| {
         groups
             .entry(g, || Row {
                 counts: Counts::default(),
@@ -163,7 +167,7 @@ fn sum_rows(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) ->
     };
     // Rows come in location order, so the rows of one function follow each
     // other: they are added up before the groups are looked in.
-    let mut run: Option<([u64; 5], Row)> = None;
+    let mut run: Option<(GroupKey, Row)> = None;
     for (k, c) in &p.rows {
         if !filters.keep(p, k) {
             continue;
@@ -192,7 +196,7 @@ fn sum_rows(p: &Profile, keys: &[SortKey], filters: &Filters, children: bool) ->
 /// Children: each sample counts once for every distinct group its stack
 /// passes through (the leaf included).
 fn add_children(p: &Profile, keys: &[SortKey], filters: &Filters, groups: &mut Groups) {
-    let mut seen: Vec<[u64; 5]> = Vec::with_capacity(64);
+    let mut seen: Vec<GroupKey> = Vec::with_capacity(64);
     for ((k, node), c) in &p.chains {
         if !filters.keep(p, k) {
             continue;
