@@ -70,11 +70,13 @@ impl RawStacks {
         } = self;
         let mut intern = |parent: u32, addr: u64, kind: NodeKind| {
             // The parent and kind share one word of the slot; node 0 is
-            // never a child, so a zeroed slot matches nothing.
+            // never a child, so a zeroed slot matches nothing. Parents past
+            // 2^30 do not fit beside the kind: they skip the cache.
             let tag = parent << 2 | kind as u32;
             let h = (addr ^ (tag as u64) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
             let slot = &mut recent[(h >> (64 - 15)) as usize];
-            if slot.0 == addr && slot.1 == tag && slot.2 != 0 {
+            let cached = parent < 1 << 30;
+            if cached && slot.0 == addr && slot.1 == tag && slot.2 != 0 {
                 return slot.2;
             }
             let n = index[kind as usize].get_or_insert(addr, parent, || {
@@ -82,7 +84,9 @@ impl RawStacks {
                 *len += 1;
                 *len - 1
             });
-            *slot = (addr, tag, n);
+            if cached {
+                *slot = (addr, tag, n);
+            }
             n
         };
         let state = (k.pid as u64) << 32 | ch.last(k.pid, true) as u64;
@@ -175,5 +179,28 @@ mod tests {
         assert_eq!(frames(&new, user)[0], (0x20, User));
         assert_eq!(frames(&new, kernel)[0], (0x20, Kernel));
         assert_eq!(frames(&new, user)[1], frames(&new, kernel)[1], "one parent");
+    }
+
+    /// Past 2^30 nodes, a parent no longer fits the recent cache's tag
+    /// beside the kind: parents 2^30 apart must still get nodes of their
+    /// own. (A tree that big needs a recording of gigabytes; the counter
+    /// is moved on instead.)
+    #[test]
+    fn parents_past_two_to_the_thirty_keep_their_own_children() {
+        let (mut t, ch, mut new) = (RawStacks::default(), Changes::default(), Vec::new());
+        let stack = [context::USER, 0x40];
+        let small = t.leaf(&ch, key(7), &stack, &mut new);
+        let small_parent = new[0];
+        assert_eq!((small_parent.kind, new.len()), (NodeKind::Process, 2));
+        // The next node, process 8's root, is node 2^30 + 1: its tag, as
+        // the root of process 7 (node 1) had it, is 1 << 2 | kind.
+        t.len = (1 << 30) + 1;
+        let big = t.leaf(&ch, key(8), &stack, &mut new);
+        assert_ne!(big, small, "process 8's frame is process 7's node");
+        let last = new.last().expect("a new node for process 8's frame");
+        assert_eq!((last.addr, last.parent), (0x40, (1 << 30) + 1));
+        // And each is found again.
+        assert_eq!(t.leaf(&ch, key(7), &stack, &mut new), small);
+        assert_eq!(t.leaf(&ch, key(8), &stack, &mut new), big);
     }
 }
