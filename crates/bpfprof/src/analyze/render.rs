@@ -136,8 +136,7 @@ fn main_table(
         // Without graphs, lines are made on every core.
         // Sized up front: grown by doubling, the text of a big profile was
         // copied over and over.
-        let counts_len = if o.children { 30 } else { 20 };
-        let line_len = counts_len + widths.iter().map(|w| w + 2).sum::<usize>() + 1;
+        let line_len = Cells::line_len(&widths, o.children);
         let text = crate::parallel::map_parts(&parts, 1, |parts| {
             let rows: usize = parts.iter().map(|p| p.rows.len()).sum();
             let mut text = String::with_capacity(rows * line_len);
@@ -227,6 +226,15 @@ impl<'a> Cells<'a> {
     }
 
     /// Row `n`'s line; the last column is not padded.
+    /// The longest line [`Self::push_line`] makes with `widths`, whose
+    /// last is the widest cell of the last column: the counts (two
+    /// percentages with `--children`, else one, and the samples), then
+    /// each cell after two spaces, then the newline.
+    fn line_len(widths: &[usize], children: bool) -> usize {
+        let counts = if children { 30 } else { 20 };
+        counts + widths.iter().map(|w| w + 2).sum::<usize>() + 1
+    }
+
     fn push_line(&self, p: &Profile, n: usize, widths: &[usize], line: &mut String) {
         use std::fmt::Write as _;
         let r = self.rows[n];
