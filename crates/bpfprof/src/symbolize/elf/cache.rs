@@ -30,9 +30,11 @@ const MAGIC: &[u8] = b"bpfprof elf symbols v1\n";
 /// a cache file costs.
 const MIN_SIZE: u64 = 1 << 20;
 
-/// Files kept at most: binaries change with upgrades and rebuilds, and
-/// the old ones' entries are never asked for again.
+/// Files kept at most, and their bytes in all: binaries change with
+/// upgrades and rebuilds, and the old ones' entries are never asked for
+/// again. (A binary of 500k functions takes about 10 MB.)
 const MAX_FILES: usize = 256;
+const MAX_BYTES: u64 = 256 << 20;
 
 /// A cache file bigger than this is not read (a binary with 10 million
 /// functions would need 200 MB).
@@ -301,24 +303,33 @@ fn holds_together(e: &ElfSymbols) -> bool {
     in_order && names && groups
 }
 
-/// Keep the newest [`MAX_FILES`] files.
+/// Keep the newest files: at most [`MAX_FILES`], and [`MAX_BYTES`] in all.
 fn prune(dir: &Path) {
+    prune_to(dir, MAX_FILES, MAX_BYTES);
+}
+
+fn prune_to(dir: &Path, max_files: usize, max_bytes: u64) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    let mut files: Vec<(std::time::SystemTime, std::path::PathBuf)> = entries
+    let mut files: Vec<(std::time::SystemTime, u64, std::path::PathBuf)> = entries
         .filter_map(|e| {
             let e = e.ok()?;
-            Some((e.metadata().ok()?.modified().ok()?, e.path()))
+            let m = e.metadata().ok()?;
+            Some((m.modified().ok()?, m.len(), e.path()))
         })
         .collect();
-    if files.len() <= MAX_FILES {
+    let bytes: u64 = files.iter().map(|f| f.1).sum();
+    if files.len() <= max_files && bytes <= max_bytes {
         return;
     }
-    files.sort();
-    let extra = files.len() - MAX_FILES;
-    for (_, f) in files.into_iter().take(extra) {
-        let _ = std::fs::remove_file(f);
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
+    let mut kept = 0;
+    for (i, (_, len, f)) in files.into_iter().enumerate() {
+        kept += len;
+        if i >= max_files || kept > max_bytes {
+            let _ = std::fs::remove_file(f);
+        }
     }
 }
 

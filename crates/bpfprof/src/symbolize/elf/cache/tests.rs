@@ -2,7 +2,7 @@ use std::path::{Path, PathBuf};
 
 use super::super::super::file_map::{map_file, FileBytes};
 use super::super::ElfSymbols;
-use super::{decode, load_in, parts, prune, stamp_of, MAX_FILES, MIN_SIZE};
+use super::{decode, load_in, parts, prune, prune_to, stamp_of, MAX_FILES, MIN_SIZE};
 
 /// This test binary: big enough to be cached, with a full symbol table,
 /// aliases and PLT entries of its own.
@@ -209,4 +209,26 @@ fn the_cache_keeps_the_newest_files() {
     left.sort();
     let want: Vec<String> = (n - MAX_FILES..n).map(|i| format!("{i:04}")).collect();
     assert_eq!(left, want);
+}
+
+/// A few big files weigh as much as many small ones: the newest are kept
+/// up to the byte limit, whatever their number.
+#[test]
+fn the_cache_keeps_its_bytes_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for i in 0..10u64 {
+        let p = dir.path().join(format!("{i:02}"));
+        std::fs::write(&p, vec![0u8; 300]).unwrap();
+        let f = std::fs::File::options().write(true).open(&p).unwrap();
+        f.set_modified(t0 + std::time::Duration::from_secs(i))
+            .unwrap();
+    }
+    prune_to(dir.path(), 100, 1000);
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["07", "08", "09"]);
 }
