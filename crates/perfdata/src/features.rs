@@ -97,6 +97,9 @@ pub struct Features {
     pub sample_time: Option<(u64, u64)>,
     pub bpf_prog_info: Option<Vec<BpfProgInfo>>,
     pub bpf_btf: Option<Vec<BtfBlob>>,
+    /// Owners, attachments and maps per program, where the recorder
+    /// captured them (bpfprof does; perf does not).
+    pub bpf_prog_meta: Vec<crate::BpfProgMeta>,
     pub compressed: Option<Compressed>,
     /// Bits of present sections this crate does not decode.
     pub other: Vec<u32>,

@@ -102,6 +102,8 @@ pub(super) struct Pass {
 pub struct ProgRecord {
     pub info: Option<BpfProgInfo>,
     pub btf: Option<Vec<u8>>,
+    /// Owners, attachments and maps, where the recorder captured them.
+    pub meta: Option<perfdata::BpfProgMeta>,
 }
 
 /// Options for building a profile.
@@ -154,6 +156,11 @@ pub struct Profile {
     pub bpf_hits: FxHashMap<(crate::symbolize::BpfSymId, u32), Counts>,
     /// Samples per BPF registration (the BPF view's unit).
     pub bpf_samples: FxHashMap<crate::symbolize::BpfSymId, Counts>,
+    /// (BPF registration, offset of a return address in its code) →
+    /// samples in code called from there: helpers, map operations, kfuncs.
+    /// Filled with `callchains`, from each sample's innermost BPF frame
+    /// that is not its leaf.
+    pub bpf_calls: FxHashMap<(crate::symbolize::BpfSymId, u32), Counts>,
     pub warnings: Vec<String>,
     /// Whether every record was replayed in time order, rather than only
     /// the side band (see `flat_pass`): with call chains, when asked for,
@@ -186,8 +193,12 @@ impl Profile {
                 ProgRecord {
                     info: Some(info.clone()),
                     btf,
+                    meta: None,
                 },
             );
+        }
+        for m in &f.bpf_prog_meta {
+            progs.entry(m.prog_id).or_default().meta = Some(m.clone());
         }
         let bpf = BpfSymbols::new(
             progs
@@ -243,6 +254,7 @@ impl Profile {
             ip_hits: FxHashMap::default(),
             bpf_hits: FxHashMap::default(),
             bpf_samples: FxHashMap::default(),
+            bpf_calls: FxHashMap::default(),
             warnings,
             ordered_pass: false,
         };
