@@ -299,6 +299,15 @@ impl BpfProgInfo {
 
     /// Decode one `perf_bpil` entry starting at `c`. `c` is left after it.
     pub(crate) fn read_bpil(c: &mut Cursor<'_>) -> Result<BpfProgInfo> {
+        Self::read_bpil_tail(c).map(|(p, _)| p)
+    }
+
+    /// Like [`Self::read_bpil`], and also returns the bytes of `data` after
+    /// the last array with their file offset, when they start a bpfprof
+    /// tail ([`crate::bpf_prog_meta::tail`]). perf's own entries have none.
+    pub(crate) fn read_bpil_tail<'a>(
+        c: &mut Cursor<'a>,
+    ) -> Result<(BpfProgInfo, Option<(&'a [u8], u64)>)> {
         let start = c.offset();
         let info_len = c.u32("perf_bpil.info_len")? as usize;
         let data_len = c.u32("perf_bpil.data_len")? as usize;
@@ -313,7 +322,8 @@ impl BpfProgInfo {
         p.arrays = arrays & ((1 << array::COUNT) - 1);
 
         let id = p.id;
-        let slice = |ptr_off: usize, count: u32, size: u32, what: &str| -> Result<&[u8]> {
+        let mut arrays_end = 0usize;
+        let mut slice = |ptr_off: usize, count: u32, size: u32, what: &str| -> Result<&[u8]> {
             let ptr = rd64(&full, ptr_off);
             let n = count as u64 * size as u64;
             if ptr.checked_add(n).is_none_or(|end| end > data_len as u64) {
@@ -324,6 +334,7 @@ impl BpfProgInfo {
                     ),
                 ));
             }
+            arrays_end = arrays_end.max(align8((ptr + n) as usize).min(data_len));
             Ok(&data[ptr as usize..(ptr + n) as usize])
         };
         for bit in 0..array::COUNT {
@@ -343,13 +354,23 @@ impl BpfProgInfo {
             let bytes = slice(ptr_off, count, rec, what)?;
             p.set_array(bit, bytes, rec as usize);
         }
-        Ok(p)
+        let rest = &data[arrays_end..];
+        let tail = crate::BpfProgMeta::is_tail(rest).then(|| (rest, data_off + arrays_end as u64));
+        Ok((p, tail))
     }
 
     /// Encode as one `perf_bpil` entry (info_len 232, arrays packed in enum
     /// order, each rounded up to 8 bytes, pointers as offsets into data).
     /// Counts of captured arrays are taken from the arrays themselves.
     pub fn write_bpil(&self, out: &mut Vec<u8>) {
+        self.write_bpil_with_tail(out, &[]);
+    }
+
+    /// [`Self::write_bpil`] with `tail` (8-byte aligned, see
+    /// [`crate::bpf_prog_meta::tail`]) appended to `data` after the arrays;
+    /// `data_len` counts it, no array points at it, so perf carries it
+    /// unread.
+    pub fn write_bpil_with_tail(&self, out: &mut Vec<u8>, tail: &[u8]) {
         let mut info = [0u8; BPF_PROG_INFO_SIZE];
         wr32(&mut info, 0, self.prog_type);
         wr32(&mut info, 4, self.id);
@@ -469,6 +490,8 @@ impl BpfProgInfo {
             let b = self.prog_tags.iter().flatten().copied().collect();
             place(&mut info, b, OFF_PROG_TAGS);
         }
+        data.extend_from_slice(tail);
+        data.resize(align8(data.len()), 0);
         out.extend_from_slice(&(BPF_PROG_INFO_SIZE as u32).to_le_bytes());
         out.extend_from_slice(&(data.len() as u32).to_le_bytes());
         out.extend_from_slice(&arrays.to_le_bytes());

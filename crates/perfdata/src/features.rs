@@ -3,6 +3,7 @@
 
 use crate::attr::{AttrEntry, EventAttr};
 use crate::bpf_prog_info::BpfProgInfo;
+use crate::bpf_prog_meta::BpfProgMeta;
 use crate::cursor::{c_str, Cursor};
 use crate::error::{Error, Result};
 
@@ -98,8 +99,10 @@ pub struct Features {
     pub bpf_prog_info: Option<Vec<BpfProgInfo>>,
     pub bpf_btf: Option<Vec<BtfBlob>>,
     /// Owners, attachments and maps per program, where the recorder
-    /// captured them (bpfprof does; perf does not).
-    pub bpf_prog_meta: Vec<crate::BpfProgMeta>,
+    /// captured them (bpfprof does; perf does not). Written as a tail of
+    /// each program's `bpf_prog_info` entry, so only programs listed in
+    /// `bpf_prog_info` keep theirs.
+    pub bpf_prog_meta: Vec<BpfProgMeta>,
     pub compressed: Option<Compressed>,
     /// Bits of present sections this crate does not decode.
     pub other: Vec<u32>,
@@ -212,7 +215,23 @@ impl Features {
                 let n = count(&mut c, 16, "BPF_PROG_INFO")?;
                 let mut v = Vec::with_capacity(n);
                 for _ in 0..n {
-                    v.push(BpfProgInfo::read_bpil(&mut c)?);
+                    let (p, tail) = BpfProgInfo::read_bpil_tail(&mut c)?;
+                    // A damaged tail costs only the program's owners,
+                    // attachments and maps, never its info or the file.
+                    if let Some((bytes, at)) = tail {
+                        match BpfProgMeta::decode_tail(bytes, at) {
+                            Ok(m) if m.prog_id == p.id => self.bpf_prog_meta.push(m),
+                            Ok(m) => self.warnings.push(format!(
+                                "offset {at:#x}: BPF_PROG_INFO entry of prog {} carries owners/attachments of prog {}; ignored",
+                                p.id, m.prog_id
+                            )),
+                            Err(e) => self.warnings.push(format!(
+                                "owners, attachments and maps of BPF prog {} not read: {e}",
+                                p.id
+                            )),
+                        }
+                    }
+                    v.push(p);
                 }
                 self.bpf_prog_info = Some(v);
             }
@@ -321,9 +340,15 @@ impl Features {
             out.push((f::SAMPLE_TIME, [a.to_le_bytes(), z.to_le_bytes()].concat()));
         }
         if let Some(v) = &self.bpf_prog_info {
+            // Each program's owners, attachments and maps ride in its own
+            // entry (see bpf_prog_meta::tail); a program without an entry
+            // (its info could not be read) has nowhere to keep them.
+            let meta: std::collections::HashMap<u32, &BpfProgMeta> =
+                self.bpf_prog_meta.iter().map(|m| (m.prog_id, m)).collect();
             let mut b = (v.len() as u32).to_le_bytes().to_vec();
             for p in v {
-                p.write_bpil(&mut b);
+                let tail = meta.get(&p.id).map(|m| m.encode_tail());
+                p.write_bpil_with_tail(&mut b, tail.as_deref().unwrap_or(&[]));
             }
             out.push((f::BPF_PROG_INFO, b));
         }

@@ -43,7 +43,7 @@ mod writer;
 pub use attr::{event_type, flags, read_format, sample_type, sw, AttrEntry, EventAttr, ATTR_SIZE};
 pub use attrs_index::Attrs;
 pub use bpf_prog_info::{array, hex, BpfProgInfo, FuncInfo, LineInfo, BPF_PROG_INFO_SIZE};
-pub use bpf_prog_meta::{BpfAttach, BpfMapMeta, BpfOwner, BpfProgMeta};
+pub use bpf_prog_meta::{tail as bpf_meta_tail, BpfAttach, BpfMapMeta, BpfOwner, BpfProgMeta};
 pub use error::{Error, Result};
 pub use features::{feature, BtfBlob, BuildIdEntry, Compressed, Features, NrCpus};
 pub use header::{FileHeader, Section};
