@@ -26,20 +26,30 @@ impl InputArgs {
     /// Open the recording and build its profile; `opts` says what to
     /// aggregate, the symbol sources come from the arguments.
     pub fn profile(&self, opts: ProfileOptions) -> Result<(perfdata::PerfFile, Profile)> {
-        let file = perfdata::PerfFile::open(&self.input).with_context(|| {
+        let file = self.open()?;
+        let profile = self.build(&file, opts)?;
+        Ok((file, profile))
+    }
+
+    /// Open the recording.
+    pub fn open(&self) -> Result<perfdata::PerfFile> {
+        perfdata::PerfFile::open(&self.input).with_context(|| {
             format!(
                 "cannot read {} (record one with `bpfprof record`)",
                 self.input.display()
             )
-        })?;
-        let profile = Profile::build(
-            &file,
+        })
+    }
+
+    /// Build the profile of an opened recording.
+    pub fn build(&self, file: &perfdata::PerfFile, opts: ProfileOptions) -> Result<Profile> {
+        Profile::build(
+            file,
             &ProfileOptions {
                 kallsyms: self.kallsyms.clone(),
                 symfs: self.symfs.clone(),
                 ..opts
             },
-        )?;
-        Ok((file, profile))
+        )
     }
 }

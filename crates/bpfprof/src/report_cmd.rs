@@ -112,12 +112,22 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         .any(|k| matches!(k, SortKey::Comm | SortKey::Pid))
         || !a.comms.is_empty()
         || !a.pids.is_empty();
-    let (file, profile) = a.input.profile(ProfileOptions {
-        callchains,
-        progress: !a.json,
-        merge_threads: !by_thread,
-        ..Default::default()
-    })?;
+    let file = a.input.open()?;
+    // A program's cost beyond its own code is known only from call chains:
+    // the BPF view, and the summary atop the default report, read them
+    // when the file has them, unless `-g none` asked for a flat report.
+    let bpf_cost = (a.bpf || !a.no_bpf_summary)
+        && a.call_graph != Some(CallGraph::None)
+        && bpfprof::analyze::profile::has_callchains(&file);
+    let profile = a.input.build(
+        &file,
+        ProfileOptions {
+            callchains: callchains || bpf_cost,
+            progress: !a.json,
+            merge_threads: !by_thread,
+            ..Default::default()
+        },
+    )?;
     let opts = ReportOptions {
         keys: a.sort.clone(),
         filters: Filters {

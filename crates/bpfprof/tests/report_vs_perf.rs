@@ -76,16 +76,14 @@ fn flat_report_agrees_with_perf_on_a_perf_recording_with_bpf() {
             .arg(&data),
     );
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let progs = v["bpf"]["programs"]
-        .as_array()
-        .expect("BPF view lists programs");
+    let progs = v["programs"].as_array().expect("BPF view lists programs");
     let unloaded = progs
         .iter()
         .find(|p| p["id"].as_u64() == Some(during_id as u64))
         .unwrap_or_else(|| {
             panic!(
                 "program {during_id}, unloaded during the recording, is not in the BPF view: {}",
-                v["bpf"]
+                v
             )
         });
     assert!(unloaded["unloaded_at"].as_f64().is_some(), "{unloaded}");
@@ -120,7 +118,7 @@ fn flat_report_agrees_with_perf_on_a_perf_recording_with_bpf() {
         progs
             .iter()
             .find(|p| p["id"].as_u64() == Some(id as u64))
-            .map_or(0, |p| p["samples"].as_u64().unwrap())
+            .map_or(0, |p| p["samples"]["self"].as_u64().unwrap())
     };
     let before_id = before.id();
     for id in [before_id, during_id] {

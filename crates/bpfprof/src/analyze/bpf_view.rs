@@ -1,14 +1,36 @@
-//! The BPF view of a profile: per program, all sub-programs summed, with
-//! its lifetime in the recording, its loader, and the kernel's own run-time
-//! stats where the file has them. Trampolines and dispatchers are charged
-//! to the programs they serve where the recording says which.
+//! The BPF view of a profile: every program of the recording, all
+//! sub-programs summed, with what it cost in parts (`bpf_cost.rs`), its
+//! lifetime, owners, attachments and maps, and the kernel's own run-time
+//! stats where the file has them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use super::bpf_cost::{BpfCost, SplitBy};
 use super::profile::{Counts, Profile};
-use crate::symbolize::BpfSymId;
+use super::table::Filters;
+
+/// Samples of one program, in parts. Without call chains only `self` is
+/// known and the others are `None`.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Parts {
+    #[serde(rename = "self")]
+    pub own: u64,
+    pub called: Option<u64>,
+    pub hook: Option<u64>,
+    pub total: Option<u64>,
+}
+
+/// The same parts as shares of the samples in view, in percent.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Shares {
+    #[serde(rename = "self")]
+    pub own: f64,
+    pub called: Option<f64>,
+    pub hook: Option<f64>,
+    pub total: Option<f64>,
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SubSummary {
@@ -18,18 +40,59 @@ pub struct SubSummary {
     pub percent: f64,
 }
 
+/// Hook samples a program took at one site.
+#[derive(Debug, Clone, Serialize)]
+pub struct HookSite {
+    pub site: String,
+    pub samples: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Owner {
+    pub pid: u32,
+    pub comm: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AttachPoint {
+    pub kind: String,
+    pub target: String,
+    pub link_id: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MapSummary {
+    pub id: u32,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub map_type: String,
+    pub key_size: u32,
+    pub value_size: u32,
+    pub max_entries: u32,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct ProgSummary {
     pub id: u32,
+    /// The main function's BTF name where the program has BTF (never the
+    /// kernel's 16-byte cut when BTF has the whole name).
     pub name: String,
-    pub prog_type: String,
     pub tag: String,
-    pub samples: u64,
-    pub percent: f64,
+    #[serde(rename = "type")]
+    pub prog_type: String,
+    pub samples: Parts,
+    pub percent: Shares,
+    /// Samples in each sub-program's own code.
     pub subprogs: Vec<SubSummary>,
+    pub hook_sites: Vec<HookSite>,
+    pub owners: Vec<Owner>,
+    pub attach: Vec<AttachPoint>,
+    pub maps: Vec<MapSummary>,
     /// Seconds from the first sample; `None` = loaded before the recording.
     pub loaded_at: Option<f64>,
     pub unloaded_at: Option<f64>,
+    /// `bpf_prog_info.load_time`: nanoseconds since boot.
+    pub load_time_ns: Option<u64>,
     pub loader_pid: Option<u32>,
     pub loader_comm: Option<String>,
     /// Kernel stats over the recording, where the file carries them.
@@ -38,127 +101,217 @@ pub struct ProgSummary {
     /// Whether the file holds this program's bpf_prog_info (needed to
     /// annotate it).
     pub has_info: bool,
-    /// Samples in trampolines/dispatchers charged to this program.
-    pub image_samples: u64,
 }
 
+/// What the kernel's run-time stats cost, as measured in the recording.
 #[derive(Debug, Clone, Serialize)]
-pub struct ImageSummary {
-    pub name: String,
+pub struct StatsSummary {
+    /// Samples reading the clock for the stats, under the code that runs
+    /// programs.
     pub samples: u64,
     pub percent: f64,
-    /// The program this image serves, when exactly one does.
-    pub charged_to: Option<u32>,
+    pub runs: u64,
+    /// Time per program run, where the event counts nanoseconds.
+    pub ns_per_run: Option<f64>,
+}
+
+/// Hook samples at one site and how they were split.
+#[derive(Debug, Clone, Serialize)]
+pub struct SiteSummary {
+    pub site: String,
+    pub samples: u64,
+    /// `None`: no program there could be found.
+    pub split_by: Option<SplitBy>,
+    pub programs: Vec<u32>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct BpfSummary {
+    /// Samples in view (after `--comm`/`--pid`).
+    pub total: Counts,
+    /// Whether the parts beyond `self` are known (the file has call chains
+    /// and the report read them).
+    pub callchains: bool,
+    /// Samples in programs' own code, and their share.
     pub samples: u64,
     pub percent: f64,
+    /// Every program of the recording, costliest first.
     pub programs: Vec<ProgSummary>,
-    pub images: Vec<ImageSummary>,
+    pub sites: Vec<SiteSummary>,
+    /// Hook samples no program could be charged with.
+    pub unclaimed_hook: u64,
+    pub stats: Option<StatsSummary>,
     /// BPF symbols whose program id the recording never named.
-    pub unattributed: Vec<ImageSummary>,
+    pub unattributed: Vec<(String, u64)>,
 }
 
-fn pct(p: &Profile, c: Counts) -> f64 {
-    p.percent(&c)
-}
-
-/// Summarize the BPF part of a profile; `None` when it has no BPF samples.
-pub fn summarize(p: &Profile) -> Option<BpfSummary> {
-    // Per registration, not per report row: programs whose functions
-    // share a name (same bytecode, same tag) share a row, as in perf, but
-    // each program is charged only its own samples here.
-    let by_sym: BTreeMap<BpfSymId, Counts> = p.bpf_samples.iter().map(|(&b, &c)| (b, c)).collect();
-    if by_sym.is_empty() {
-        return None;
+impl serde::Serialize for Counts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Counts", 2)?;
+        st.serialize_field("samples", &self.samples)?;
+        st.serialize_field("period", &self.period)?;
+        st.end()
     }
-    let t0 = p.first_time;
-    let secs = |t: u64| (t.saturating_sub(t0)) as f64 / 1e9;
-    // Per program: its total, and per sub-program (name, counts).
-    type Subs = BTreeMap<u32, (String, Counts)>;
-    let mut progs: BTreeMap<u32, (Counts, Subs)> = BTreeMap::new();
-    let mut images = Vec::new();
-    let mut unattributed = Vec::new();
+}
+
+/// Summarize the BPF part of the samples `filters` keeps (by command and
+/// process); `None` when the recording has no BPF program at all.
+pub fn summarize(p: &Profile, filters: &Filters) -> Option<BpfSummary> {
+    let f = Filters {
+        dsos: Vec::new(),
+        ..filters.clone()
+    };
+    let filtered = !f.comms.is_empty() || !f.pids.is_empty();
+    let recomputed;
+    let cost: Option<&BpfCost> = match (&p.bpf_cost, filtered) {
+        (Some(_), true) => {
+            recomputed = BpfCost::compute(p, Some(&f));
+            Some(&recomputed)
+        }
+        (c, _) => c.as_ref(),
+    };
+    // Own samples per (program, sub-program), and the view's total, from
+    // the rows: they carry the command and process the filters need.
     let mut total = Counts::default();
-    for (&b, &c) in &by_sym {
-        total.samples += c.samples;
-        total.period += c.period;
+    let mut own: BTreeMap<u32, BTreeMap<u32, (String, Counts)>> = BTreeMap::new();
+    let mut unattributed: BTreeMap<String, u64> = BTreeMap::new();
+    for (k, c) in &p.rows {
+        if !f.keep(p, k) {
+            continue;
+        }
+        total.merge(*c);
+        let Some(b) = p.sym.syms[k.frame.sym as usize].bpf else {
+            continue;
+        };
         let s = &p.sym.bpf.syms[b as usize];
         match s.prog {
             Some((id, sub)) if !s.image => {
-                let e = progs.entry(id).or_default();
-                e.0.samples += c.samples;
-                e.0.period += c.period;
-                let sub_e =
-                    e.1.entry(sub)
-                        .or_insert_with(|| (s.name.clone(), Counts::default()));
-                sub_e.1.samples += c.samples;
-                sub_e.1.period += c.period;
+                let e = own
+                    .entry(id)
+                    .or_default()
+                    .entry(sub)
+                    .or_insert_with(|| (s.name.clone(), Counts::default()));
+                e.1.merge(*c);
             }
-            _ if s.image => images.push(ImageSummary {
-                name: s.name.clone(),
-                samples: c.samples,
-                percent: pct(p, c),
-                charged_to: serving_prog(p, &s.name),
-            }),
-            _ => unattributed.push(ImageSummary {
-                name: s.name.clone(),
-                samples: c.samples,
-                percent: pct(p, c),
-                charged_to: None,
-            }),
+            _ => *unattributed.entry(s.name.clone()).or_default() += c.samples,
         }
     }
-    for img in &images {
-        if let Some(id) = img.charged_to {
-            progs.entry(id).or_default();
-        }
+    let mut ids: BTreeSet<u32> = p.progs.keys().copied().collect();
+    ids.extend(p.sym.bpf.events.keys());
+    ids.extend(own.keys());
+    if let Some(c) = cost {
+        ids.extend(c.progs.keys());
     }
-    let mut programs: Vec<ProgSummary> = progs
+    if ids.is_empty() && unattributed.is_empty() {
+        return None;
+    }
+    let pct = |n: u64| match total.samples {
+        0 => 0.0,
+        t => 100.0 * n as f64 / t as f64,
+    };
+    let t0 = p.first_time;
+    let secs = |t: u64| (t.saturating_sub(t0)) as f64 / 1e9;
+    let mut programs: Vec<ProgSummary> = ids
         .into_iter()
-        .map(|(id, (c, subs))| {
+        .map(|id| {
             let rec = p.progs.get(&id);
             let info = rec.and_then(|r| r.info.as_ref());
+            let meta = rec.and_then(|r| r.meta.as_ref());
             let ev = p.sym.bpf.events.get(&id);
+            let subs = own.remove(&id).unwrap_or_default();
+            let own_samples: u64 = subs.values().map(|(_, c)| c.samples).sum();
+            let pc = cost.and_then(|c| c.progs.get(&id));
+            let parts = match cost {
+                Some(_) => {
+                    let (called, hook) =
+                        pc.map_or((0, 0), |pc| (pc.called.samples, pc.hook.samples));
+                    Parts {
+                        own: own_samples,
+                        called: Some(called),
+                        hook: Some(hook),
+                        total: Some(own_samples + called + hook),
+                    }
+                }
+                None => Parts {
+                    own: own_samples,
+                    ..Parts::default()
+                },
+            };
             let subprogs: Vec<SubSummary> = subs
                 .into_iter()
-                .map(|(index, (name, sc))| SubSummary {
+                .map(|(index, (name, c))| SubSummary {
                     index,
                     name,
-                    samples: sc.samples,
-                    percent: pct(p, sc),
+                    samples: c.samples,
+                    percent: pct(c.samples),
                 })
                 .collect();
-            let image_samples: u64 = images
-                .iter()
-                .filter(|i| i.charged_to == Some(id))
-                .map(|i| i.samples)
-                .sum();
-            let name = info
-                .map(|i| i.name.clone())
-                .filter(|n| !n.is_empty())
-                .or_else(|| subprogs.first().map(|s| short_name(&s.name)))
-                .unwrap_or_default();
             ProgSummary {
                 id,
-                name,
-                prog_type: info
-                    .and_then(|i| bpfinfo::prog_type_name(i.prog_type))
-                    .unwrap_or("?")
-                    .to_string(),
+                name: full_name(rec, &subprogs),
                 tag: perfdata::hex(
                     &info
                         .map(|i| i.tag)
                         .or(ev.map(|e| e.tag))
                         .unwrap_or_default(),
                 ),
-                samples: c.samples,
-                percent: pct(p, c),
+                prog_type: info
+                    .and_then(|i| bpfinfo::prog_type_name(i.prog_type))
+                    .unwrap_or("?")
+                    .to_string(),
+                samples: parts,
+                percent: Shares {
+                    own: pct(parts.own),
+                    called: parts.called.map(pct),
+                    hook: parts.hook.map(pct),
+                    total: parts.total.map(pct),
+                },
                 subprogs,
+                hook_sites: pc.map_or_else(Vec::new, |pc| {
+                    pc.hook_sites
+                        .iter()
+                        .map(|(s, c)| HookSite {
+                            site: s.describe(),
+                            samples: c.samples,
+                        })
+                        .collect()
+                }),
+                owners: meta.map_or_else(Vec::new, |m| {
+                    m.owners
+                        .iter()
+                        .map(|o| Owner {
+                            pid: o.pid,
+                            comm: o.comm.clone(),
+                        })
+                        .collect()
+                }),
+                attach: meta.map_or_else(Vec::new, |m| {
+                    m.attach
+                        .iter()
+                        .map(|a| AttachPoint {
+                            kind: a.kind.clone(),
+                            target: a.target.clone(),
+                            link_id: a.link_id,
+                        })
+                        .collect()
+                }),
+                maps: meta.map_or_else(Vec::new, |m| {
+                    m.maps
+                        .iter()
+                        .map(|m| MapSummary {
+                            id: m.id,
+                            name: m.name.clone(),
+                            map_type: format!("type {}", m.map_type),
+                            key_size: m.key_size,
+                            value_size: m.value_size,
+                            max_entries: m.max_entries,
+                        })
+                        .collect()
+                }),
                 loaded_at: ev.and_then(|e| e.loaded_at).map(secs),
                 unloaded_at: ev.and_then(|e| e.unloaded_at).map(secs),
+                load_time_ns: info.map(|i| i.load_time).filter(|&t| t > 0),
                 loader_pid: ev.and_then(|e| e.loader_pid),
                 loader_comm: ev
                     .and_then(|e| Some((e.loader_pid?, e.loader_tid?)))
@@ -166,19 +319,64 @@ pub fn summarize(p: &Profile) -> Option<BpfSummary> {
                 run_cnt: info.filter(|i| i.run_cnt > 0).map(|i| i.run_cnt),
                 run_time_ns: info.filter(|i| i.run_cnt > 0).map(|i| i.run_time_ns),
                 has_info: info.is_some(),
-                image_samples,
             }
         })
         .collect();
-    programs.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.id.cmp(&b.id)));
-    images.sort_by_key(|i| std::cmp::Reverse(i.samples));
+    let key = |s: &ProgSummary| s.samples.total.unwrap_or(s.samples.own);
+    programs.sort_by(|a, b| key(b).cmp(&key(a)).then(a.id.cmp(&b.id)));
+    let samples: u64 = programs.iter().map(|s| s.samples.own).sum();
+    let stats = cost.and_then(|c| c.stats).map(|s| StatsSummary {
+        samples: s.samples.samples,
+        percent: pct(s.samples.samples),
+        runs: s.runs,
+        ns_per_run: counts_ns(&p.event).then(|| s.samples.period as f64 / s.runs as f64),
+    });
     Some(BpfSummary {
-        samples: total.samples,
-        percent: pct(p, total),
+        total,
+        callchains: cost.is_some(),
+        samples,
+        percent: pct(samples),
         programs,
-        images,
-        unattributed,
+        sites: cost.map_or_else(Vec::new, |c| {
+            c.sites
+                .iter()
+                .map(|s| SiteSummary {
+                    site: s.site.describe(),
+                    samples: s.counts.samples,
+                    split_by: s.split_by,
+                    programs: s.progs.iter().map(|x| x.0).collect(),
+                })
+                .collect()
+        }),
+        unclaimed_hook: cost.map_or(0, |c| c.unclaimed.samples),
+        stats,
+        unattributed: unattributed.into_iter().collect(),
     })
+}
+
+/// Whether the sampling event's period is in nanoseconds.
+fn counts_ns(event: &str) -> bool {
+    event.starts_with("cpu-clock") || event.starts_with("task-clock")
+}
+
+/// The program's name as bpftool prints it: the main function's BTF
+/// name, else the kernel's (cut to 15 bytes), else the symbol's.
+fn full_name(rec: Option<&super::profile::ProgRecord>, subs: &[SubSummary]) -> String {
+    if let Some(info) = rec.and_then(|r| r.info.as_ref()) {
+        let btf = rec.and_then(|r| r.btf.as_deref());
+        if btf.is_some() && info.nr_func_info > 0 {
+            let prog = bpfinfo::Program::new(info.clone(), btf);
+            if let Some(s) = prog.subprogs().first().filter(|s| !s.func_name.is_empty()) {
+                return s.func_name.clone();
+            }
+        }
+        if !info.name.is_empty() {
+            return info.name.clone();
+        }
+    }
+    subs.first()
+        .map(|s| short_name(&s.name))
+        .unwrap_or_default()
 }
 
 /// `bpf_prog_<tag>_<name>` → `<name>`.
@@ -186,29 +384,4 @@ fn short_name(ksym: &str) -> String {
     ksym.strip_prefix("bpf_prog_")
         .and_then(|r| r.split_once('_'))
         .map_or_else(|| ksym.to_string(), |(_, n)| n.to_string())
-}
-
-/// The one program an image serves: a trampoline's key is
-/// `attach_btf_obj_id << 32 | attach_btf_id` of the programs attached
-/// through it; a dispatcher serves the XDP programs.
-fn serving_prog(p: &Profile, image: &str) -> Option<u32> {
-    let infos = p.progs.values().filter_map(|r| r.info.as_ref());
-    let candidates: Vec<u32> = if let Some(key) = image.strip_prefix("bpf_trampoline_") {
-        let key: u64 = key.parse().ok()?;
-        infos
-            .filter(|i| {
-                ((i.attach_btf_obj_id as u64) << 32 | i.attach_btf_id as u64) == key
-                    && i.attach_btf_id != 0
-            })
-            .map(|i| i.id)
-            .collect()
-    } else if image.starts_with("bpf_dispatcher_xdp") {
-        infos.filter(|i| i.prog_type == 6).map(|i| i.id).collect()
-    } else {
-        Vec::new()
-    };
-    match candidates.as_slice() {
-        [one] => Some(*one),
-        _ => None,
-    }
 }

@@ -3,6 +3,9 @@
 
 pub mod annotate;
 pub mod annotate_render;
+pub mod bpf_cost;
+pub mod bpf_hooks;
+mod bpf_render;
 pub mod bpf_view;
 pub mod callgraph;
 mod early_frames;

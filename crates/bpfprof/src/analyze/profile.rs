@@ -94,6 +94,8 @@ pub(super) struct Pass {
     pub loc_nodes: Vec<(u32, Loc)>,
     /// (row, stack leaf node) → counts.
     pub loc_chains: FxHashMap<(u32, u32), Counts>,
+    /// Stack node → offset of its address in its BPF symbol.
+    pub bpf_offsets: FxHashMap<u32, u32>,
     pub early: EarlyFrames,
 }
 
@@ -161,11 +163,37 @@ pub struct Profile {
     /// Filled with `callchains`, from each sample's innermost BPF frame
     /// that is not its leaf.
     pub bpf_calls: FxHashMap<(crate::symbolize::BpfSymId, u32), Counts>,
+    /// Stack node → offset of its address in its BPF symbol, for the
+    /// stack nodes in BPF code.
+    pub bpf_offsets: FxHashMap<u32, u32>,
+    /// What each BPF program cost, in parts, over the whole profile
+    /// (`None` without call chains: then only samples in programs'
+    /// own code are known).
+    pub bpf_cost: Option<super::bpf_cost::BpfCost>,
     pub warnings: Vec<String>,
     /// Whether every record was replayed in time order, rather than only
     /// the side band (see `flat_pass`): with call chains, when asked for,
     /// and for files the flat pass cannot take.
     pub ordered_pass: bool,
+}
+
+/// The attr whose samples a profile aggregates: the first that is not a
+/// dummy (perf's side-band event).
+pub fn sampling_attr(file: &PerfFile) -> usize {
+    file.attrs()
+        .iter()
+        .position(|a| {
+            !(a.attr.type_ == perfdata::event_type::SOFTWARE
+                && a.attr.config == perfdata::sw::DUMMY)
+        })
+        .unwrap_or(0)
+}
+
+/// Whether the recording's samples carry call chains (`record -g`).
+pub fn has_callchains(file: &PerfFile) -> bool {
+    file.attrs()
+        .get(sampling_attr(file))
+        .is_some_and(|a| a.attr.sample_type & perfdata::sample_type::CALLCHAIN != 0)
 }
 
 impl Profile {
@@ -228,15 +256,8 @@ impl Profile {
             sym.build_ids.insert(b.filename.clone(), b.build_id.clone());
         }
 
-        // The first attr that is not a dummy is the sampling event.
         let attrs = file.attrs();
-        let sampling = attrs
-            .iter()
-            .position(|a| {
-                !(a.attr.type_ == perfdata::event_type::SOFTWARE
-                    && a.attr.config == perfdata::sw::DUMMY)
-            })
-            .unwrap_or(0);
+        let sampling = sampling_attr(file);
 
         let mut p = Profile {
             sym,
@@ -255,6 +276,8 @@ impl Profile {
             bpf_hits: FxHashMap::default(),
             bpf_samples: FxHashMap::default(),
             bpf_calls: FxHashMap::default(),
+            bpf_offsets: FxHashMap::default(),
+            bpf_cost: None,
             warnings,
             ordered_pass: false,
         };
@@ -297,6 +320,8 @@ impl Profile {
         let mut raw_to_loc: Vec<u32> = vec![0];
         // (row, stack leaf node) → counts.
         let mut loc_chains: FxHashMap<(u32, u32), Counts> = FxHashMap::default();
+        // Stack node → offset of its address in its BPF symbol.
+        let mut bpf_offsets: FxHashMap<u32, u32> = FxHashMap::default();
         let mut changes = Changes::default();
         let mut row_cache = RowCache::default();
         let mut early = EarlyFrames::default();
@@ -348,6 +373,13 @@ impl Profile {
                                         let kernel = kind == NodeKind::Kernel;
                                         let loc = p.sym.locate(pid, n.addr, kernel);
                                         loc_nodes.push((raw_to_loc[n.parent as usize], loc));
+                                        if let Loc::Bpf(b) = loc {
+                                            let start = p.sym.bpf.syms[b as usize].addr;
+                                            bpf_offsets.insert(
+                                                loc_nodes.len() as u32 - 1,
+                                                (n.addr - start) as u32,
+                                            );
+                                        }
                                         loc_nodes.len() as u32 - 1
                                     }
                                 };
@@ -407,6 +439,7 @@ impl Profile {
             rows,
             loc_nodes,
             loc_chains,
+            bpf_offsets,
             early,
         })
     }
@@ -505,6 +538,7 @@ impl Profile {
                 },
             loc_nodes,
             loc_chains,
+            bpf_offsets,
             early,
         } = pass;
         p.sym.finish_loading();
@@ -603,6 +637,12 @@ impl Profile {
             .collect();
         if p.first_time == u64::MAX {
             p.first_time = 0;
+        }
+        p.bpf_offsets = bpf_offsets;
+        if opts.callchains {
+            let cost = super::bpf_cost::BpfCost::compute(p, None);
+            p.bpf_calls = cost.calls.clone();
+            p.bpf_cost = Some(cost);
         }
     }
 

@@ -6,6 +6,7 @@ use rustc_hash::FxHashMap;
 
 use serde::Serialize;
 
+use super::bpf_render;
 use super::bpf_view::{self, BpfSummary};
 use super::callgraph::{self, CallOrder};
 use super::profile::Profile;
@@ -66,15 +67,18 @@ pub fn stdio(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Re
     for (name, n) in &p.other_events {
         writeln!(out, "# ({n} samples of '{name}' not shown)")?;
     }
-    let summary = bpf_view::summarize(p);
-    if o.bpf_only {
-        return match summary {
-            Some(s) => bpf_table(&s, None, out),
-            None => writeln!(out, "# No samples landed in BPF programs."),
-        };
+    let summary = bpf_view::summarize(p, &o.filters);
+    if o.bpf_only || o.bpf_summary {
+        match &summary {
+            Some(s) => bpf_render::table(s, (!o.bpf_only).then_some(5), out)?,
+            None => writeln!(
+                out,
+                "#\n# No BPF program ran during the recording (try `bpfprof record --demo`)."
+            )?,
+        }
     }
-    if let (true, Some(s)) = (o.bpf_summary, &summary) {
-        bpf_table(s, Some(5), out)?;
+    if o.bpf_only {
+        return Ok(());
     }
     writeln!(out, "#")?;
     let rows = table::group(p, &o.keys, &o.filters, o.children);
@@ -261,94 +265,6 @@ impl<'a> Cells<'a> {
     }
 }
 
-fn secs(t: Option<f64>) -> String {
-    t.map_or_else(|| "-".into(), |s| format!("{s:.3}s"))
-}
-
-/// The per-program table; `limit` shortens it for the default report.
-pub fn bpf_table(s: &BpfSummary, limit: Option<usize>, out: &mut dyn Write) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "#\n# BPF programs: {:.2}% of all samples ({} samples) in {} programs",
-        s.percent,
-        s.samples,
-        s.programs.len()
-    )?;
-    writeln!(
-        out,
-        "#  Overhead   Samples      ID  Type             Tag               Name              Loaded   Unloaded  Loader         Run count   Avg ns"
-    )?;
-    let n = limit.unwrap_or(usize::MAX);
-    for pr in s.programs.iter().take(n) {
-        let loader = match (pr.loader_pid, &pr.loader_comm) {
-            (Some(pid), Some(c)) => format!("{pid}/{c}"),
-            _ => "-".into(),
-        };
-        let (runs, avg) = match (pr.run_cnt, pr.run_time_ns) {
-            (Some(c), Some(t)) if c > 0 => (c.to_string(), format!("{}", t / c)),
-            _ => ("-".into(), "-".into()),
-        };
-        writeln!(
-            out,
-            "#  {:>7.2}%  {:>8}  {:>6}  {:<15}  {:<16}  {:<16}  {:>8}  {:>8}  {:<13}  {:>9}  {:>7}{}",
-            pr.percent,
-            pr.samples,
-            pr.id,
-            pr.prog_type,
-            pr.tag,
-            pr.name,
-            secs(pr.loaded_at),
-            secs(pr.unloaded_at),
-            loader,
-            runs,
-            avg,
-            if pr.has_info { "" } else { "  (no prog info: not annotatable)" }
-        )?;
-        if limit.is_none() || pr.subprogs.len() > 1 {
-            for sub in &pr.subprogs {
-                writeln!(
-                    out,
-                    "#       {:>7.2}%  {:>8}    sub {}  {}",
-                    sub.percent, sub.samples, sub.index, sub.name
-                )?;
-            }
-        }
-        if pr.image_samples > 0 {
-            writeln!(
-                out,
-                "#       + {} samples in its trampoline/dispatcher",
-                pr.image_samples
-            )?;
-        }
-    }
-    if s.programs.len() > n {
-        writeln!(
-            out,
-            "#  ... {} more (bpfprof report --bpf)",
-            s.programs.len() - n
-        )?;
-    }
-    for img in &s.images {
-        let to = img.charged_to.map_or_else(
-            || "shared or unknown programs".to_string(),
-            |id| format!("program {id}"),
-        );
-        writeln!(
-            out,
-            "#  {:>7.2}%  {:>8}  {}  (serves {to})",
-            img.percent, img.samples, img.name
-        )?;
-    }
-    for u in &s.unattributed {
-        writeln!(
-            out,
-            "#  {:>7.2}%  {:>8}  {}  (program id unknown: no BPF_EVENT)",
-            u.percent, u.samples, u.name
-        )?;
-    }
-    Ok(())
-}
-
 #[derive(Serialize)]
 struct JsonRow {
     overhead: f64,
@@ -365,6 +281,15 @@ struct JsonRow {
     bpf_subprog: Option<u32>,
 }
 
+/// `report --bpf --json`: the BPF view's fields at the top level.
+#[derive(Serialize)]
+struct BpfJson<'a> {
+    event: &'a str,
+    warnings: &'a [String],
+    #[serde(flatten)]
+    bpf: Option<BpfSummary>,
+}
+
 #[derive(Serialize)]
 struct JsonReport<'a> {
     event: &'a str,
@@ -379,6 +304,15 @@ struct JsonReport<'a> {
 }
 
 pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Result<()> {
+    if o.bpf_only {
+        let view = BpfJson {
+            event: &p.event,
+            warnings: &p.warnings,
+            bpf: bpf_view::summarize(p, &o.filters),
+        };
+        serde_json::to_writer_pretty(&mut *out, &view)?;
+        return writeln!(out);
+    }
     let rows = table::group(p, &o.keys, &o.filters, o.children);
     let has = |k| o.keys.contains(&k);
     let json_rows = rows
@@ -411,7 +345,7 @@ pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Res
         sort: &o.keys,
         warnings: &p.warnings,
         rows: json_rows,
-        bpf: bpf_view::summarize(p),
+        bpf: bpf_view::summarize(p, &o.filters),
     };
     serde_json::to_writer_pretty(&mut *out, &report)?;
     writeln!(out)
