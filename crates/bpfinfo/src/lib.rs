@@ -9,6 +9,9 @@
 //!
 //! - [`Program`]: sub-programs with names, addresses and JIT bytes; line
 //!   tables from JIT offsets and xlated instructions to [`SourceLine`]s.
+//! - [`sys::prog_meta_snapshot`]: who holds each program, where it is
+//!   attached and which maps it uses (as bpftool's `pids`, `link show`,
+//!   `perf show` and `map show` say).
 //! - [`btf`]: a bounds-checked reader for raw BTF blobs.
 //! - [`disasm`]: x86-64 and arm64 disassembly of JIT images.
 //! - [`xlated`]: bytecode in the kernel's syntax, as bpftool prints it.
@@ -39,6 +42,9 @@ pub mod disasm;
 mod error;
 mod kallsyms;
 pub mod program;
+// Beside prog_type.rs, declared here so that program.rs stays as it is.
+#[path = "program/map_type.rs"]
+mod map_type;
 #[cfg(target_os = "linux")]
 pub mod sys;
 pub mod testprog;
@@ -48,5 +54,6 @@ pub use btf::{Btf, BtfError};
 pub use disasm::{disassemble, Arch, Insn, Syntax};
 pub use error::Error;
 pub use kallsyms::Kallsyms;
+pub use map_type::map_type_name;
 pub use program::{prog_type_name, JitLine, Program, SourceLine, SubProg};
 pub use xlated::{format_insns, format_program, listing, XlatedInsn};

@@ -27,6 +27,10 @@ pub mod array {
     pub const COUNT: u32 = 9;
 }
 
+/// Bytes after a program's arrays that start a bpfprof tail, with their
+/// offset in the file.
+pub(crate) type Tail<'a> = (&'a [u8], u64);
+
 /// `struct bpf_func_info`: where a sub-program starts and its BTF FUNC type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FuncInfo {
@@ -307,7 +311,7 @@ impl BpfProgInfo {
     /// tail ([`crate::bpf_prog_meta::tail`]). perf's own entries have none.
     pub(crate) fn read_bpil_tail<'a>(
         c: &mut Cursor<'a>,
-    ) -> Result<(BpfProgInfo, Option<(&'a [u8], u64)>)> {
+    ) -> Result<(BpfProgInfo, Option<Tail<'a>>)> {
         let start = c.offset();
         let info_len = c.u32("perf_bpil.info_len")? as usize;
         let data_len = c.u32("perf_bpil.data_len")? as usize;

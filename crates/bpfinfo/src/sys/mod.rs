@@ -7,13 +7,23 @@
 
 mod attr;
 pub(crate) mod fetch;
+mod links;
 pub(crate) mod load;
+mod maps;
+mod names;
+mod objinfo;
+mod owners;
 pub(crate) mod perf;
+mod prog_meta;
 
 use std::os::fd::{FromRawFd, OwnedFd};
 
 pub use fetch::{fetch_prog, fetch_prog_fd, Capture, LiveProg};
+pub use links::{link_type_name, links, LinkInfo};
 pub use load::TestRunResult;
+pub use maps::{map_meta, prog_map_ids};
+pub use owners::{scan_proc, PerfAttach, ProcScan};
+pub use prog_meta::prog_meta_snapshot;
 
 use crate::Error;
 use attr::Attr;
@@ -25,9 +35,14 @@ pub(crate) enum Cmd {
     ProgTestRun = 10,
     ProgGetNextId = 11,
     ProgGetFdById = 13,
+    MapGetFdById = 14,
     ObjGetInfoByFd = 15,
     BtfLoad = 18,
     BtfGetFdById = 19,
+    TaskFdQuery = 20,
+    BtfGetNextId = 23,
+    LinkGetFdById = 30,
+    LinkGetNextId = 31,
     EnableStats = 32,
 }
 
@@ -39,6 +54,11 @@ impl Cmd {
             Cmd::ProgTestRun => "bpf(BPF_PROG_TEST_RUN)",
             Cmd::ProgGetNextId => "bpf(BPF_PROG_GET_NEXT_ID)",
             Cmd::ProgGetFdById => "bpf(BPF_PROG_GET_FD_BY_ID)",
+            Cmd::MapGetFdById => "bpf(BPF_MAP_GET_FD_BY_ID)",
+            Cmd::TaskFdQuery => "bpf(BPF_TASK_FD_QUERY)",
+            Cmd::BtfGetNextId => "bpf(BPF_BTF_GET_NEXT_ID)",
+            Cmd::LinkGetFdById => "bpf(BPF_LINK_GET_FD_BY_ID)",
+            Cmd::LinkGetNextId => "bpf(BPF_LINK_GET_NEXT_ID)",
             Cmd::ObjGetInfoByFd => "bpf(BPF_OBJ_GET_INFO_BY_FD)",
             Cmd::BtfLoad => "bpf(BPF_BTF_LOAD)",
             Cmd::BtfGetFdById => "bpf(BPF_BTF_GET_FD_BY_ID)",
