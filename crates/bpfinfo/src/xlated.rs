@@ -7,9 +7,11 @@
 //! offset from `__bpf_call_base`, which only /proc/kallsyms can name (pass a
 //! [`Kallsyms`] for that, as bpftool reads it).
 
+mod calls;
 mod helpers;
 mod insn;
 
+pub use calls::{call_sites, infer_call_base, CallNames, CallSite, KernelNames};
 pub use insn::BpfInsn;
 
 use crate::program::Program;
@@ -30,73 +32,6 @@ impl XlatedInsn {
     /// The full bpftool line, e.g. `   3: (95) exit` (no newline).
     pub fn bpftool_line(&self) -> String {
         format!("{:>4}: {}", format!(" {}", self.index), self.text)
-    }
-}
-
-/// How calls are named: sub-programs (for bpf-to-bpf calls) and kernel
-/// symbols (for helpers and kfuncs in xlated code).
-#[derive(Debug, Clone, Default)]
-pub struct CallNames<'a> {
-    subprogs: Vec<(u64, String)>,
-    nr_subprogs: usize,
-    kallsyms: Option<&'a Kallsyms>,
-    call_base: u64,
-}
-
-impl<'a> CallNames<'a> {
-    /// No names: calls print as bpftool prints them without symbols.
-    pub fn new() -> CallNames<'a> {
-        CallNames::default()
-    }
-
-    /// Name bpf-to-bpf calls after `prog`'s sub-programs (by the kernel's
-    /// names, which is what bpftool finds in kallsyms).
-    pub fn for_program(prog: &Program) -> CallNames<'a> {
-        let subprogs = prog
-            .subprogs()
-            .iter()
-            .map(|s| (s.addr, prog.kernel_ksym_name(s.index).unwrap_or_default()))
-            .collect();
-        CallNames {
-            subprogs,
-            nr_subprogs: prog.info().nr_jited_ksyms as usize,
-            ..CallNames::default()
-        }
-    }
-
-    /// Resolve call targets through kernel symbols too, as bpftool does.
-    pub fn with_kallsyms(mut self, kallsyms: &'a Kallsyms) -> CallNames<'a> {
-        self.call_base = kallsyms.address_of("__bpf_call_base").unwrap_or(0);
-        self.kallsyms = Some(kallsyms);
-        self
-    }
-
-    /// The target of `call pc...#` for sub-program `imm`.
-    fn subprog(&self, imm: i32) -> String {
-        let sub = usize::try_from(imm).ok().and_then(|i| self.subprogs.get(i));
-        let addr = match sub {
-            Some(s) => s.0,
-            None => self.call_base.wrapping_add(imm as i64 as u64),
-        };
-        if let Some(k) = self.kallsyms {
-            return match k.name_at(addr) {
-                Some(n) => n.to_string(),
-                None => format!("{addr:#x}"),
-            };
-        }
-        match sub {
-            Some(s) if !s.1.is_empty() => s.1.clone(),
-            _ => format!("{addr:#x}"),
-        }
-    }
-
-    /// A helper or kfunc at `__bpf_call_base + imm`.
-    fn kernel_function(&self, imm: i32) -> String {
-        let addr = self.call_base.wrapping_add(imm as i64 as u64);
-        match self.kallsyms.and_then(|k| k.name_at(addr)) {
-            Some(n) => n.to_string(),
-            None => format!("{addr:#x}"),
-        }
     }
 }
 
@@ -128,7 +63,13 @@ pub fn format_program(prog: &Program, kallsyms: Option<&Kallsyms>) -> Vec<Xlated
     if let Some(k) = kallsyms {
         names = names.with_kallsyms(k);
     }
-    format_insns(&prog.info().xlated_insns, &names)
+    format_program_with(prog, &names)
+}
+
+/// [`format_program`] with calls named by `names` (e.g. a recording's
+/// kernel symbols rather than this machine's /proc/kallsyms).
+pub fn format_program_with(prog: &Program, names: &CallNames<'_>) -> Vec<XlatedInsn> {
+    format_insns(&prog.info().xlated_insns, names)
 }
 
 /// The whole listing as `bpftool prog dump xlated [linum]` prints it:

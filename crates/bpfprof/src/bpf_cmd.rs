@@ -260,9 +260,11 @@ fn show(id: u32, xlated: bool, jited: bool, linum: bool) -> Result<()> {
         );
     }
 
+    // Both listings name call targets from the running kernel's symbols,
+    // as bpftool does (without them calls print as bare addresses).
+    let kallsyms = (xlated || jited).then(|| Kallsyms::load().ok()).flatten();
     if xlated {
         println!();
-        let kallsyms = Kallsyms::load().ok();
         print!("{}", listing(&prog, kallsyms.as_ref(), linum));
     }
     if jited {
@@ -293,9 +295,28 @@ fn show(id: u32, xlated: bool, jited: bool, linum: bool) -> Result<()> {
                         println!("; {}", line.text.trim_start());
                     }
                 }
-                println!("{:>4x}:\t{}", insn.offset, insn.text);
+                match insn
+                    .call_target
+                    .and_then(|t| callee_name(&prog, kallsyms.as_ref(), t))
+                {
+                    Some(name) => println!("{:>4x}:\t{} <{name}>", insn.offset, insn.text),
+                    None => println!("{:>4x}:\t{}", insn.offset, insn.text),
+                }
             }
         }
     }
     Ok(())
+}
+
+/// What a JIT call at `target` calls: one of the program's own
+/// sub-programs by its BTF function name (kallsyms only has the
+/// `bpf_prog_<tag>_<name>` form), else the kernel symbol starting there
+/// (a helper, a map operation, a kfunc, another program).
+fn callee_name(prog: &Program, kallsyms: Option<&Kallsyms>, target: u64) -> Option<String> {
+    if let Some(s) = prog.subprogs().iter().find(|s| s.addr == target) {
+        if !s.func_name.is_empty() {
+            return Some(s.func_name.clone());
+        }
+    }
+    kallsyms?.name_at(target).map(str::to_string)
 }

@@ -2,8 +2,8 @@
 //! kernel/bpf/disasm.c (`print_bpf_insn`) with bpftool's call and immediate
 //! callbacks. The format strings are the kernel's; the code is ours.
 
+use super::calls::CallNames;
 use super::helpers::HELPERS;
-use super::CallNames;
 
 // Instruction classes, operations, modes, sizes (include/uapi/linux/bpf.h
 // and bpf_common.h).
