@@ -38,8 +38,21 @@ pub struct AnnotateArgs {
 }
 
 pub fn run(a: &AnnotateArgs) -> Result<()> {
+    // Samples in the helpers and map operations a BPF program calls are
+    // charged to its call sites from the call chains, so a file recorded
+    // with -g gets the (slower) pass that reads them; without, as before.
+    // A first look at the attrs says which (opening is cheap: the data is
+    // read by the profile pass).
+    let callchains = perfdata::PerfFile::open(&a.input.input)
+        .map(|f| {
+            f.attrs()
+                .iter()
+                .any(|x| x.attr.sample_type & perfdata::sample_type::CALLCHAIN != 0)
+        })
+        .unwrap_or(false);
     let (file, profile) = a.input.profile(ProfileOptions {
         ip_hits: true,
+        callchains,
         progress: !a.json,
         ..Default::default()
     })?;
@@ -61,6 +74,7 @@ pub fn run(a: &AnnotateArgs) -> Result<()> {
         &AnnotateOptions {
             xlated: a.xlated,
             kcore: annotate::default_kcore().to_path_buf(),
+            callchains,
         },
     );
     let stdout = std::io::stdout();

@@ -12,6 +12,7 @@ use bpfinfo::{disassemble, Arch, Program, Syntax};
 use perfdata::array;
 use serde::Serialize;
 
+use super::annotate_calls as calls;
 use super::profile::{Counts, Profile};
 use crate::symbolize::{BpfSymId, DsoKind, SymId};
 
@@ -35,6 +36,15 @@ pub struct AnnotatedInsn {
     pub percent: f64,
     /// Index into [`Annotation::lines`] of the source line it came from.
     pub line: Option<usize>,
+    /// What a direct call calls (a helper, map operation, kfunc,
+    /// sub-program), from the recording's symbols; the instruction text
+    /// stays as objdump prints it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub callee: Option<String>,
+    /// Samples in the code this call called (with call chains only).
+    pub called: u64,
+    /// Their share of the function's own and called samples together.
+    pub called_percent: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -44,6 +54,8 @@ pub struct LineShare {
     pub text: String,
     pub samples: u64,
     pub percent: f64,
+    /// Samples in code called from this line's calls.
+    pub called: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -54,6 +66,12 @@ pub struct XlatedRow {
     /// Samples of the JIT instructions of the source line that starts here.
     pub samples: u64,
     pub percent: f64,
+    /// Samples in the code this call called, carried from its JIT call
+    /// (or, when the JIT call has no xlated partner, to the first
+    /// instruction of its source line, as `samples` are).
+    pub called: u64,
+    /// Their share of the function's own and called samples together.
+    pub called_percent: f64,
 }
 
 /// One annotated function.
@@ -67,6 +85,12 @@ pub struct Annotation {
     pub samples: u64,
     /// Share of all samples in the recording.
     pub percent: f64,
+    /// Samples in code the function called (helpers, map operations,
+    /// kfuncs, sub-programs), when the recording has call chains to tell;
+    /// `None` without them.
+    pub called: Option<u64>,
+    /// Their share of all samples in the recording.
+    pub called_percent: f64,
     pub insns: Vec<AnnotatedInsn>,
     /// Source lines, in the order of line info, with their summed shares.
     pub lines: Vec<LineShare>,
@@ -105,6 +129,9 @@ pub enum Selection {
 pub struct AnnotateOptions {
     pub xlated: bool,
     pub kcore: std::path::PathBuf,
+    /// Whether the profile was built from call chains, so that
+    /// [`Profile::bpf_calls`] holds the samples in called code.
+    pub callchains: bool,
 }
 
 fn arch_of(p: &Profile, file_arch: Option<&str>) -> Arch {
@@ -128,6 +155,28 @@ fn bpf_counts(p: &Profile) -> BTreeMap<(u32, u32), (Counts, Vec<BpfSymId>)> {
             }
         }
     }
+    // A function whose time all went into what it called has no samples of
+    // its own, and is still worth annotating.
+    for &(b, _) in p.bpf_calls.keys() {
+        if let Some(key) = p.sym.bpf.syms[b as usize].prog {
+            let e = out.entry(key).or_default();
+            if !e.1.contains(&b) {
+                e.1.push(b);
+            }
+        }
+    }
+    out
+}
+
+/// Called-code samples per (program id, sub), for ranking programs by all
+/// the time they cost.
+fn called_counts(p: &Profile) -> BTreeMap<(u32, u32), u64> {
+    let mut out: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+    for (&(b, _), c) in &p.bpf_calls {
+        if let Some(key) = p.sym.bpf.syms[b as usize].prog {
+            *out.entry(key).or_default() += c.period;
+        }
+    }
     out
 }
 
@@ -139,12 +188,14 @@ pub fn annotate(
 ) -> Vec<Target> {
     let arch = arch_of(p, arch);
     let counts = bpf_counts(p);
+    let called = called_counts(p);
     let mut want: Vec<(u32, u32)> = Vec::new();
     match sel {
         Selection::TopBpf(n) => {
             let mut per_prog: BTreeMap<u32, u64> = BTreeMap::new();
-            for (&(id, _), (c, _)) in &counts {
-                *per_prog.entry(id).or_default() += c.period;
+            for (&(id, sub), (c, _)) in &counts {
+                let inside = called.get(&(id, sub)).copied().unwrap_or(0);
+                *per_prog.entry(id).or_default() += c.period + inside;
             }
             let mut progs: Vec<(u32, u64)> = per_prog.into_iter().collect();
             progs.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -228,6 +279,8 @@ fn annotate_bpf(
         ));
     };
     let insns = disassemble(arch, code, sp.addr, Syntax::Att);
+    let call_counts = calls::calls_of(p, regs);
+    let called_total: u64 = call_counts.iter().map(|c| c.1.samples).sum();
     let mut hits: Vec<(u32, Counts)> = p
         .bpf_hits
         .iter()
@@ -251,6 +304,11 @@ fn annotate_bpf(
         len: sp.len as u64,
         samples: c.samples,
         percent: p.percent(c),
+        called: o.callchains.then_some(called_total),
+        called_percent: p.percent(&Counts {
+            samples: called_total,
+            period: call_counts.iter().map(|c| c.1.period).sum(),
+        }),
         insns: Vec::new(),
         lines: Vec::new(),
         xlated: Vec::new(),
@@ -274,26 +332,40 @@ fn annotate_bpf(
         Some(jit_lines[i].line)
     };
     fill(&mut a, &insns, &hits, sp.addr, line_of, c);
+    let inclusive = c.samples + called_total;
+    for ((ins, x), n) in a
+        .insns
+        .iter_mut()
+        .zip(&insns)
+        .zip(calls::called_per_insn(&insns, &call_counts))
+    {
+        ins.callee = x.call_target.and_then(|t| calls::callee_name(p, &prog, t));
+        ins.called = n;
+        ins.called_percent = share(n, inclusive);
+    }
     // Merge line_info entries of the same file:line.
-    let mut by_line: BTreeMap<(String, u32), (usize, Counts)> = BTreeMap::new();
-    let mut per_info: BTreeMap<usize, Counts> = BTreeMap::new();
+    let mut by_line: BTreeMap<(String, u32), (usize, Counts, u64)> = BTreeMap::new();
+    let mut per_info: BTreeMap<usize, (Counts, u64)> = BTreeMap::new();
     for ins in &a.insns {
         if let Some(li) = ins.line {
             let e = per_info.entry(li).or_default();
-            e.samples += ins.samples;
+            e.0.samples += ins.samples;
+            e.1 += ins.called;
         }
     }
     for l in jit_lines {
         let s = &src[l.line];
         let e = by_line
             .entry((s.file.clone(), s.line))
-            .or_insert((l.line, Counts::default()));
-        e.1.samples += per_info.get(&l.line).map_or(0, |c| c.samples);
-        per_info.remove(&l.line);
+            .or_insert((l.line, Counts::default(), 0));
+        if let Some((n, called)) = per_info.remove(&l.line) {
+            e.1.samples += n.samples;
+            e.2 += called;
+        }
     }
     let mut order: Vec<(usize, LineShare)> = by_line
         .into_iter()
-        .map(|((file, line), (first, cnt))| {
+        .map(|((file, line), (first, cnt, called))| {
             (
                 first,
                 LineShare {
@@ -302,6 +374,7 @@ fn annotate_bpf(
                     text: src[first].text.clone(),
                     samples: cnt.samples,
                     percent: share(cnt.samples, c.samples),
+                    called,
                 },
             )
         })
@@ -320,7 +393,10 @@ fn annotate_bpf(
     }
     a.lines = order.into_iter().map(|x| x.1).collect();
     if o.xlated {
-        a.xlated = xlated_rows(&prog, sub, &a, jit_lines, c.samples);
+        let targets: Vec<u64> = insns.iter().filter_map(|x| x.call_target).collect();
+        let names = calls::RecordingNames::new(p, &prog);
+        let call_names = calls::xlated_names(p, &names, &prog, &targets);
+        a.xlated = xlated_rows(&prog, sub, &a, &insns, jit_lines, &call_names);
     }
     Target::Annotated(Box::new(a))
 }
@@ -332,41 +408,63 @@ fn xlated_rows(
     prog: &Program,
     sub: u32,
     a: &Annotation,
+    insns: &[bpfinfo::Insn],
     jit_lines: &[bpfinfo::JitLine],
-    total: u64,
+    names: &bpfinfo::xlated::CallNames<'_>,
 ) -> Vec<XlatedRow> {
     let info = prog.info();
+    // The first xlated instruction of the source line a JIT offset is in.
+    let line_start = |off: u32| -> Option<u32> {
+        let k = jit_lines
+            .partition_point(|l| l.offset <= off)
+            .checked_sub(1)?;
+        info.line_info.get(jit_lines[k].line).map(|l| l.insn_off)
+    };
     let mut carried: BTreeMap<u32, u64> = BTreeMap::new();
-    for (k, jl) in jit_lines.iter().enumerate() {
-        let end = jit_lines.get(k + 1).map_or(u32::MAX, |n| n.offset);
-        let n: u64 = a
-            .insns
-            .iter()
-            .filter(|i| i.offset >= jl.offset && i.offset < end)
-            .map(|i| i.samples)
-            .sum();
-        if let Some(li) = info.line_info.get(jl.line) {
-            *carried.entry(li.insn_off).or_default() += n;
+    for ins in &a.insns {
+        if let Some(at) = line_start(ins.offset) {
+            *carried.entry(at).or_default() += ins.samples;
         }
     }
-    let src = prog.source_lines();
-    bpfinfo::format_program(prog, None)
+    // Called-code samples go to the xlated call itself, which is finer
+    // than the line tables allow for the instruction's own samples.
+    let jit_calls: Vec<calls::JitCall> = insns
+        .iter()
+        .zip(&a.insns)
+        .filter(|(x, _)| x.call_target.is_some())
+        .map(|(x, ai)| calls::JitCall {
+            offset: x.offset,
+            target: x.call_target,
+            called: ai.called,
+        })
+        .collect();
+    let sites = calls::xlated_calls_of(prog, names, sub);
+    let (mut called, lost) = calls::carry_to_xlated(&jit_calls, &sites);
+    for (off, n) in lost {
+        if let Some(at) = line_start(off) {
+            *called.entry(at).or_default() += n;
+        }
+    }
+    let inclusive = a.samples + a.called.unwrap_or(0);
+    bpfinfo::xlated::format_program_with(prog, names)
         .into_iter()
         .filter(|x| prog.subprog_of_xlated(x.index) == Some(sub as usize))
         .map(|x| {
             let samples = carried.get(&x.index).copied().unwrap_or(0);
+            let called = called.get(&x.index).copied().unwrap_or(0);
             let line = prog.line_at_xlated(x.index).and_then(|s| {
                 a.lines
                     .iter()
                     .position(|l| l.file == s.file && l.line == s.line)
             });
-            let _ = src;
             XlatedRow {
                 index: x.index,
                 text: x.text,
                 line,
                 samples,
-                percent: share(samples, total),
+                percent: share(samples, a.samples),
+                called,
+                called_percent: share(called, inclusive),
             }
         })
         .collect()
@@ -408,6 +506,9 @@ fn fill(
             samples: n,
             percent: share(n, total.samples),
             line: line_of(x.offset),
+            callee: None,
+            called: 0,
+            called_percent: 0.0,
         })
         .collect();
 }
@@ -508,6 +609,8 @@ fn annotate_sym(p: &Profile, s: SymId, arch: Arch, o: &AnnotateOptions) -> Targe
         len: code.len() as u64,
         samples: c.samples,
         percent: p.percent(&c),
+        called: None,
+        called_percent: 0.0,
         insns: Vec::new(),
         lines: Vec::new(),
         xlated: Vec::new(),

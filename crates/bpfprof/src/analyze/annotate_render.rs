@@ -28,11 +28,21 @@ fn header(a: &Annotation, out: &mut dyn Write) -> std::io::Result<()> {
         ),
         None => a.dso.clone(),
     };
-    writeln!(
-        out,
-        "# {}  [{what}]\n# {:.2}% of all samples, {} samples, {} bytes at {:#x}",
-        a.symbol, a.percent, a.samples, a.len, a.start
-    )?;
+    writeln!(out, "# {}  [{what}]", a.symbol)?;
+    match a.called {
+        // Self and called apart: a program that spends its time in a map
+        // operation has few samples of its own.
+        Some(called) => writeln!(
+            out,
+            "# {:.2}% of all samples in its own code ({} samples), {:.2}% in code it called ({} samples); {} bytes at {:#x}",
+            a.percent, a.samples, a.called_percent, called, a.len, a.start
+        )?,
+        None => writeln!(
+            out,
+            "# {:.2}% of all samples, {} samples, {} bytes at {:#x}",
+            a.percent, a.samples, a.len, a.start
+        )?,
+    }
     for w in &a.warnings {
         writeln!(out, "# warning: {w} (shown without what it affects)")?;
     }
@@ -79,7 +89,8 @@ fn source(a: &Annotation, o: &RenderOptions, out: &mut dyn Write) -> std::io::Re
         )?;
         return Ok(());
     }
-    writeln!(out, "#  Percent  Samples  Source")?;
+    writeln!(out, "#  Percent  Samples  Source{}", called_legend(a))?;
+    let inclusive = a.samples + a.called.unwrap_or(0);
     for l in &a.lines {
         let row = format!(
             "  {:>7.2}  {:>7}  {}:{}  {}",
@@ -89,9 +100,41 @@ fn source(a: &Annotation, o: &RenderOptions, out: &mut dyn Write) -> std::io::Re
             l.line,
             l.text.trim()
         );
-        writeln!(out, "{}", paint(o.color, l.percent, &row))?;
+        let pct = share(l.called, inclusive);
+        let suffix = called_suffix(o, l.called, pct, None);
+        writeln!(out, "{}{suffix}", paint(o.color, l.percent, &row))?;
     }
     Ok(())
+}
+
+/// The column header's note on what `→` means, when there are call chains.
+fn called_legend(a: &Annotation) -> &'static str {
+    match a.called {
+        Some(_) => "  (→ samples in the code called from here, % of own + called)",
+        None => "",
+    }
+}
+
+/// `  → 35.12% (120 samples) in htab_map_update_elem`, for a call with
+/// samples in its callee; painted on its own share, so an expensive call
+/// stands out even on a cold instruction.
+fn called_suffix(o: &RenderOptions, called: u64, pct: f64, callee: Option<&str>) -> String {
+    if called == 0 {
+        return String::new();
+    }
+    let s = match callee {
+        Some(name) => format!("  → {pct:.2}% ({called} samples) in {name}"),
+        None => format!("  → {pct:.2}% ({called} samples) in called code"),
+    };
+    paint(o.color, pct, &s)
+}
+
+fn share(n: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        100.0 * n as f64 / total as f64
+    }
 }
 
 fn short_file(f: &str) -> &str {
@@ -99,7 +142,11 @@ fn short_file(f: &str) -> &str {
 }
 
 fn asm(a: &Annotation, o: &RenderOptions, out: &mut dyn Write) -> std::io::Result<()> {
-    writeln!(out, "#  Percent  Samples  Offset  Instruction")?;
+    writeln!(
+        out,
+        "#  Percent  Samples  Offset  Instruction{}",
+        called_legend(a)
+    )?;
     let mut last = None;
     for ins in &a.insns {
         if let Some(li) = ins.line.filter(|_| ins.line != last) {
@@ -113,11 +160,20 @@ fn asm(a: &Annotation, o: &RenderOptions, out: &mut dyn Write) -> std::io::Resul
             )?;
         }
         last = ins.line.or(last);
-        let row = format!(
-            "  {:>7.2}  {:>7}  {:>6x}:  {}",
-            ins.percent, ins.samples, ins.offset, ins.text
-        );
-        writeln!(out, "{}", paint(o.color, ins.percent, &row))?;
+        let callee = ins.callee.as_deref();
+        let row = match callee {
+            // objdump's style for a symbolic branch target.
+            Some(name) => format!(
+                "  {:>7.2}  {:>7}  {:>6x}:  {} <{name}>",
+                ins.percent, ins.samples, ins.offset, ins.text
+            ),
+            None => format!(
+                "  {:>7.2}  {:>7}  {:>6x}:  {}",
+                ins.percent, ins.samples, ins.offset, ins.text
+            ),
+        };
+        let suffix = called_suffix(o, ins.called, ins.called_percent, callee);
+        writeln!(out, "{}{suffix}", paint(o.color, ins.percent, &row))?;
     }
     Ok(())
 }
@@ -129,7 +185,8 @@ fn xlated(a: &Annotation, o: &RenderOptions, out: &mut dyn Write) -> std::io::Re
     }
     writeln!(
         out,
-        "#  Percent  Samples  Bytecode (shares carried from the JIT code, per source line)"
+        "#  Percent  Samples  Bytecode (shares carried from the JIT code, per source line){}",
+        called_legend(a)
     )?;
     let mut last = None;
     for x in &a.xlated {
@@ -148,7 +205,9 @@ fn xlated(a: &Annotation, o: &RenderOptions, out: &mut dyn Write) -> std::io::Re
             "  {:>7.2}  {:>7}  {:>4}: {}",
             x.percent, x.samples, x.index, x.text
         );
-        writeln!(out, "{}", paint(o.color, x.percent, &row))?;
+        // The bytecode names the callee already.
+        let suffix = called_suffix(o, x.called, x.called_percent, None);
+        writeln!(out, "{}{suffix}", paint(o.color, x.percent, &row))?;
     }
     Ok(())
 }
@@ -156,4 +215,115 @@ fn xlated(a: &Annotation, o: &RenderOptions, out: &mut dyn Write) -> std::io::Re
 pub fn json(targets: &[Target], out: &mut dyn Write) -> std::io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, targets)?;
     writeln!(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::annotate::{AnnotatedInsn, Annotation, LineShare, Target};
+    use super::*;
+
+    fn insn(
+        offset: u32,
+        text: &str,
+        samples: u64,
+        callee: Option<&str>,
+        called: u64,
+    ) -> AnnotatedInsn {
+        AnnotatedInsn {
+            offset,
+            addr: 0x1000 + offset as u64,
+            text: text.to_string(),
+            samples,
+            percent: 100.0 * samples as f64 / 10.0,
+            line: Some(0),
+            callee: callee.map(str::to_string),
+            called,
+            called_percent: 100.0 * called as f64 / 40.0,
+        }
+    }
+
+    /// 10 samples of its own, 30 in a map update it called.
+    fn annotation() -> Annotation {
+        Annotation {
+            symbol: "bpf_prog_0123456789abcdef_f".into(),
+            dso: "bpf_prog_0123456789abcdef_f".into(),
+            bpf: None,
+            start: 0x1000,
+            len: 13,
+            samples: 10,
+            percent: 1.0,
+            called: Some(30),
+            called_percent: 3.0,
+            insns: vec![
+                insn(0, "mov %rdi,%rsi", 10, None, 0),
+                insn(
+                    3,
+                    "call 0xffffffff8151b480",
+                    0,
+                    Some("htab_map_update_elem"),
+                    30,
+                ),
+                insn(8, "call 0xffffffff81000000", 0, Some("bpf_ktime_get_ns"), 0),
+            ],
+            lines: vec![LineShare {
+                file: "/src/f.bpf.c".into(),
+                line: 7,
+                text: "bpf_map_update_elem(&m, &k, &v, 0);".into(),
+                samples: 10,
+                percent: 100.0,
+                called: 30,
+            }],
+            xlated: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn render(a: Annotation, source_only: bool) -> String {
+        let mut out = Vec::new();
+        let o = RenderOptions {
+            source_only,
+            xlated: false,
+            color: false,
+        };
+        stdio(&[Target::Annotated(Box::new(a))], &o, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_call_shows_its_callee_and_the_samples_spent_there() {
+        let out = render(annotation(), false);
+        assert!(
+            out.contains("in its own code (10 samples), 3.00% in code it called (30 samples)"),
+            "{out}"
+        );
+        let row = out.lines().find(|l| l.contains("3:  call")).unwrap();
+        assert!(
+            row.ends_with("call 0xffffffff8151b480 <htab_map_update_elem>  → 75.00% (30 samples) in htab_map_update_elem"),
+            "{row}"
+        );
+        // A call whose callee got no samples is named, without a share.
+        let cold = out.lines().find(|l| l.contains("8:  call")).unwrap();
+        assert!(cold.ends_with("<bpf_ktime_get_ns>"), "{cold}");
+        let src = render(annotation(), true);
+        let line = src.lines().find(|l| l.contains("f.bpf.c:7")).unwrap();
+        assert!(
+            line.ends_with("→ 75.00% (30 samples) in called code"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn without_call_chains_the_header_is_as_before() {
+        let mut a = annotation();
+        a.called = None;
+        for i in &mut a.insns {
+            i.called = 0;
+        }
+        let out = render(a, false);
+        assert!(
+            out.contains("# 1.00% of all samples, 10 samples, 13 bytes at 0x1000"),
+            "{out}"
+        );
+        assert!(!out.contains('→'), "{out}");
+    }
 }

@@ -2,6 +2,7 @@
 //! graphs and annotation.
 
 pub mod annotate;
+pub mod annotate_calls;
 pub mod annotate_render;
 pub mod bpf_cost;
 pub mod bpf_hooks;
