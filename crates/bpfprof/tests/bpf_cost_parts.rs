@@ -1,0 +1,162 @@
+//! The parts of a BPF program's cost against Linux perf's view of the same
+//! recording: a bpftrace program (which no one here wrote) on the getppid
+//! tracepoint, counting into a map, hit by a loop on this thread.
+//! - self: samples whose leaf perf names `bpf_prog_*`;
+//! - called: samples whose leaf is not a program but a `bpf_prog_*` frame
+//!   is further up the kernel stack (helpers and map code);
+//! - hook: there, and at the syscall tracepoint's site;
+//! - a second program that never runs is listed with no samples.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// bpftrace, killed and reaped when dropped so a failing test unloads it.
+struct Bpftrace(Child);
+
+impl Drop for Bpftrace {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn bpftrace(script: &str) -> Bpftrace {
+    let mut child = Command::new("bpftrace")
+        .args(["-e", script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bpftrace starts");
+    // bpftrace says "Attaching N probes..." once its programs are attached.
+    let out = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(out).lines();
+    let ready = lines.any(|l| l.is_ok_and(|l| l.starts_with("Attaching")));
+    assert!(ready, "bpftrace did not attach its probes");
+    std::thread::spawn(move || lines.for_each(drop));
+    Bpftrace(child)
+}
+
+/// perf script's stacks of one process: (leaf is a program, a program is
+/// further up the kernel stack) per sample.
+fn perf_parts(data: &std::path::Path, pid: u32) -> (u64, u64, u64) {
+    let text = support::stdout(
+        Command::new("perf")
+            .args(["script", "-F", "pid,ip,sym", "--pid"])
+            .arg(pid.to_string())
+            .arg("-i")
+            .arg(data),
+    );
+    let (mut samples, mut own, mut called) = (0, 0, 0);
+    for block in text.split("\n\n").filter(|b| !b.trim().is_empty()) {
+        let frames: Vec<&str> = block
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().nth(1))
+            .collect();
+        samples += 1;
+        match frames.iter().position(|f| f.starts_with("bpf_prog_")) {
+            Some(0) => own += 1,
+            Some(_) => called += 1,
+            None => {}
+        }
+    }
+    (samples, own, called)
+}
+
+#[test]
+fn parts_of_a_bpftrace_programs_cost_agree_with_perf() {
+    if !support::live(true)
+        || !support::require(
+            Command::new("bpftrace").arg("--version").output().is_ok(),
+            "needs bpftrace (apt-get install bpftrace)",
+        )
+    {
+        return;
+    }
+    let _bt = bpftrace(
+        "tracepoint:syscalls:sys_enter_getppid { @c[comm, pid] = count(); } \
+         tracepoint:syscalls:sys_enter_acct { @a = count(); }",
+    );
+    let dir = support::tempdir();
+    let data = support::path(&dir, "cost.data");
+    let mut rec = support::bpfprof()
+        .args(["record", "-a", "-g", "--duration", "2", "-o"])
+        .arg(&data)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Loop until the recorder is done, so the whole recording sees it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while rec.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the recorder did not finish");
+        for _ in 0..10_000 {
+            // SAFETY: getppid has no preconditions.
+            std::hint::black_box(unsafe { libc::getppid() });
+        }
+    }
+    let pid = std::process::id();
+    let json = support::stdout(
+        support::bpfprof()
+            .args(["report", "--bpf", "--json", "--pid"])
+            .arg(pid.to_string())
+            .arg("-i")
+            .arg(&data),
+    );
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["callchains"], Value::Bool(true), "{v}");
+    let progs = v["programs"].as_array().expect("programs");
+    let find = |name: &str| {
+        progs
+            .iter()
+            .find(|p| p["name"].as_str().is_some_and(|n| n.starts_with(name)))
+            .unwrap_or_else(|| panic!("no program {name}: {v}"))
+    };
+    let hot = find("sys_enter_getpp");
+    let idle = find("sys_enter_acct");
+    let parts = |p: &Value, k: &str| p["samples"][k].as_u64().unwrap();
+
+    let (samples, own, called) = perf_parts(&data, pid);
+    assert_eq!(v["total"]["samples"].as_u64(), Some(samples), "samples in view");
+    assert!(own > 0 && called > 0, "perf sees the program and its calls");
+    assert_eq!(parts(hot, "self"), own, "self vs perf: {hot}");
+    assert_eq!(parts(hot, "called"), called, "called vs perf: {hot}");
+    let hook = parts(hot, "hook");
+    assert!(hook > 0, "the tracepoint's hook costs something: {hot}");
+    assert_eq!(parts(hot, "total"), own + called + hook);
+    // perf's own view: the rest of the loop's time is its syscalls and the
+    // hook, so the hook cannot exceed what is not in the program.
+    assert!(hook <= samples - own - called, "{hot}");
+    let sites: Vec<&str> = hot["hook_sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["site"].as_str())
+        .collect();
+    assert!(sites.contains(&"syscall tracepoint sys_enter"), "{sites:?}");
+    assert_eq!(parts(idle, "total"), 0, "acct never runs: {idle}");
+    // Costliest first.
+    let totals: Vec<u64> = progs.iter().map(|p| parts(p, "total")).collect();
+    assert!(totals.windows(2).all(|w| w[0] >= w[1]), "{totals:?}");
+
+    // A flat report cannot know more than self, and says so.
+    let flat = support::stdout(
+        support::bpfprof()
+            .args(["report", "--bpf", "-g", "none", "--json", "-i"])
+            .arg(&data),
+    );
+    let f: Value = serde_json::from_str(&flat).unwrap();
+    assert_eq!(f["callchains"], Value::Bool(false));
+    let p0 = &f["programs"][0];
+    assert!(p0["samples"]["total"].is_null(), "{p0}");
+    let text = support::stdout(
+        support::bpfprof()
+            .args(["report", "--bpf", "-g", "none", "-i"])
+            .arg(&data),
+    );
+    assert!(text.contains("need call chains"), "{text}");
+}
