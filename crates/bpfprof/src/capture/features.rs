@@ -1,7 +1,7 @@
 //! The feature sections written at the end: the machine, the command line,
 //! build ids, and the BPF programs' info and BTF.
 
-use perfdata::{BpfProgInfo, BtfBlob, BuildIdEntry, Features, NrCpus};
+use perfdata::{BpfProgInfo, BpfProgMeta, BtfBlob, BuildIdEntry, Features, NrCpus};
 
 use super::events::parse_cpu_list;
 use super::session::Options;
@@ -50,6 +50,7 @@ pub fn collect(
     sample_time: Option<(u64, u64)>,
     progs: Vec<BpfProgInfo>,
     btf: Vec<BtfBlob>,
+    meta: Vec<BpfProgMeta>,
 ) -> Features {
     let (hostname, release, machine) = sys::uname();
     let (cpudesc, cpuid) = cpuinfo();
@@ -81,6 +82,9 @@ pub fn collect(
         sample_time,
         bpf_prog_info: Some(progs),
         bpf_btf: Some(btf),
+        // Stored inside each program's BPF_PROG_INFO entry, which perf
+        // reads without looking at it (perfdata::bpf_meta_tail).
+        bpf_prog_meta: meta,
         ..Default::default()
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! `sys` holds all the unsafe code; `ring` reads records out of the mmap
 //! rings; `events` opens them; `synthesize` and `bpf` describe the state at
-//! start; `sideband` follows BPF loads; `stats` measures their run time; `output`
+//! start; `sideband` follows BPF loads; `prog_meta` captures programs'
+//! owners, attachments and maps; `stats` measures their run time; `output`
 //! checks and rotates the file; `session` runs the recording.
 
 pub mod bpf;
@@ -14,6 +15,7 @@ pub mod demo;
 pub mod events;
 pub mod features;
 mod output;
+pub mod prog_meta;
 pub mod ring;
 pub mod session;
 pub mod sideband;

@@ -18,7 +18,7 @@ use super::output::{check_output, rotate_old};
 use super::stats::BpfStats;
 use super::synthesize::{Dsos, Processes, Synth};
 use super::sys::{self, ExitStatus, ParkedChild};
-use super::{features, sideband};
+use super::{features, prog_meta, sideband};
 
 /// What to record.
 #[derive(Debug, Clone)]
@@ -60,6 +60,8 @@ struct Tally {
     /// BPF_EVENT LOAD ids seen in the stream, when no side band fetches them.
     pending_loads: Vec<u32>,
     pending_unloads: Vec<u32>,
+    /// (prog id, loader pid, loader comm) of each PROG_LOAD in the stream.
+    loaders: Vec<(u32, u32, String)>,
     mmap_build_ids: Vec<(String, Vec<u8>)>,
     mmap_files: Vec<String>,
     garbage: bool,
@@ -112,9 +114,21 @@ impl Tally {
                     self.mmap_files.push(name);
                 }
             }
-            record_type::BPF_EVENT if !side_band && r.len() >= 16 => {
+            record_type::BPF_EVENT if r.len() >= 16 => {
                 let kind = u16::from_le_bytes(r[8..10].try_into().unwrap());
                 let id = u32::from_le_bytes(r[12..16].try_into().unwrap());
+                // The trailer starts with the TID field (pid of the task
+                // that loaded the program); its comm is read now, while the
+                // loader most likely still runs.
+                if kind == perfdata::bpf_event::PROG_LOAD && r.len() >= 32 {
+                    let pid = u32::from_le_bytes(r[24..28].try_into().unwrap());
+                    if pid != 0 && pid != u32::MAX {
+                        self.loaders.push((id, pid, prog_meta::comm_of(pid)));
+                    }
+                }
+                if side_band {
+                    return;
+                }
                 match kind {
                     perfdata::bpf_event::PROG_LOAD => self.pending_loads.push(id),
                     perfdata::bpf_event::PROG_UNLOAD => self.pending_unloads.push(id),
@@ -319,6 +333,12 @@ fn record_target(
     for warn in &synth.warnings {
         eprintln!("bpfprof: {warn}");
     }
+    // Owners and attachments of the programs present now; the end of the
+    // recording adds what changed.
+    let mut meta = prog_meta::MetaBook::default();
+    if opts.bpf_events {
+        meta.snapshot();
+    }
     let synthesized = std::mem::take(&mut synth.out);
     let mut dsos = std::mem::take(&mut synth.dsos);
     w.checkpoint()?;
@@ -438,6 +458,15 @@ fn record_target(
     }
 
     let stats_note = stats.finish(&book);
+    if opts.bpf_events {
+        for (id, pid, comm) in std::mem::take(&mut tally.loaders) {
+            meta.loader(id, pid, comm);
+        }
+        meta.snapshot();
+        if let Some(e) = &meta.error {
+            eprintln!("bpfprof: {e}");
+        }
+    }
     let feats = {
         let b = book.lock().unwrap();
         features::collect(
@@ -446,6 +475,7 @@ fn record_target(
             (tally.samples > 0).then_some((tally.first_time, tally.last_time)),
             b.progs.values().cloned().collect(),
             b.btf_blobs(),
+            meta.for_file(b.progs.keys().copied()),
         )
     };
     let size = w.data_size();
@@ -506,6 +536,15 @@ fn record_target(
             synthesized.images,
             synthesized.processes,
             synthesized.threads
+        );
+        let ms: Vec<String> = meta
+            .scan_times
+            .iter()
+            .map(|t| format!("{:.1} ms", t.as_secs_f64() * 1e3))
+            .collect();
+        eprintln!(
+            "bpfprof: owners/attachments/maps snapshots (start, end): {}",
+            ms.join(", ")
         );
     }
     Ok(match (child_status, end) {
