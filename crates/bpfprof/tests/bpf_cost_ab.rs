@@ -32,7 +32,9 @@ const REDOS: usize = 3;
 /// |measured / truth − 1| allowed.
 const TOLERANCE: f64 = 0.25;
 /// How long a recording samples the loop.
-const RECORD_SECS: &str = "1.5";
+const RECORD_SECS: f64 = 1.5;
+/// Sampling frequency of the recording.
+const FREQ: u64 = 4000;
 /// What one loop run should take without a program: long enough to measure,
 /// short enough for ~20 runs with programs that multiply it.
 const TARGET_SECS: f64 = 0.3;
@@ -368,15 +370,8 @@ fn record_and_report(t: &Tools, h: &Holder) -> (u32, PathBuf, Result<Parts, Stri
         (cpu_ticks(loop_pid) > 0).then_some(())
     });
     let rec = support::bpfprof()
-        .args([
-            "record",
-            "-a",
-            "-g",
-            "-F",
-            "4000",
-            "--duration",
-            RECORD_SECS,
-        ])
+        .args(["record", "-a", "-g", "-F", &FREQ.to_string()])
+        .args(["--duration", &RECORD_SECS.to_string()])
         .arg("-o")
         .arg(&file)
         .output();
@@ -454,6 +449,8 @@ struct Outcome {
     /// Lowest and highest truth of single rounds (a without run and the
     /// with run after it).
     spread: (f64, f64),
+    /// Each round's CPU seconds, without and with.
+    runs: Vec<(f64, f64)>,
     loop_pid: u32,
     file: PathBuf,
     parts: Result<Parts, String>,
@@ -474,7 +471,7 @@ fn run_case(t: &Tools, kind: Kind, n: u64) -> Outcome {
         let h = attach(t, kind, round);
         // Warm up: the first calls after attaching are not like the rest
         // (bpftrace's first run is often faster).
-        loop_secs(t, n / 8);
+        loop_secs(t, n / 10);
         let b = loop_secs(t, n);
         let recorded = (without.len() + 1 == ROUNDS).then(|| {
             let progs = describe(&h.progs);
@@ -517,6 +514,7 @@ fn run_case(t: &Tools, kind: Kind, n: u64) -> Outcome {
             rounds.iter().copied().fold(f64::INFINITY, f64::min),
             rounds.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         ),
+        runs: without.iter().copied().zip(with.iter().copied()).collect(),
         loop_pid,
         file,
         parts,
@@ -575,7 +573,7 @@ fn program_cost_matches_the_ab_truth() {
         let o = run_case(&t, k, n);
         eprintln!(
             "{} ({:.0}s): {:.2}s -> {:.2}s, truth {:.1}% (rounds {:.1}..{:.1}%), \
-             programs {:?}, loop pid {} in {}",
+             programs {:?}, loop pid {} in {}\n  runs (s, without/with):{}",
             k.name(),
             t0.elapsed().as_secs_f64(),
             o.without,
@@ -585,7 +583,11 @@ fn program_cost_matches_the_ab_truth() {
             o.spread.1 * 100.0,
             o.progs,
             o.loop_pid,
-            o.file.display()
+            o.file.display(),
+            o.runs
+                .iter()
+                .map(|(a, b)| format!(" {a:.2}/{b:.2}"))
+                .collect::<String>()
         );
         o
     })
@@ -635,6 +637,16 @@ fn program_cost_matches_the_ab_truth() {
             .parts
             .as_ref()
             .unwrap_or_else(|e| panic!("{name}: report --bpf --json --pid {}: {e}", o.loop_pid));
+        // One thread is on one CPU at a time: more samples than the clock
+        // gives one CPU are someone else's.
+        let most = (FREQ as f64 * RECORD_SECS * 1.25) as u64;
+        assert!(
+            p.total_samples <= most,
+            "{name}: {} samples of the loop (pid {}), one CPU at {FREQ} Hz for {RECORD_SECS} s \
+             gives at most {most}: --pid counts other processes too",
+            p.total_samples,
+            o.loop_pid
+        );
         assert!(
             p.total_samples > 1000,
             "{name}: only {} samples of the loop",
