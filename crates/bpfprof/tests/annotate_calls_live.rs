@@ -1,0 +1,474 @@
+//! Calls in BPF code, named and charged with the samples of what they
+//! called: `bpf show --jited/--xlated` on a loaded clang-built program, and
+//! `annotate` on a `bpfprof record -a -g` recording of a bpftrace program
+//! that updates a hash map on every getpid(2). Oracles: /proc/kallsyms
+//! (what is at each call target), `bpftool prog dump xlated` (the
+//! bytecode's call names), and `perf script`'s call chains of the same
+//! file (which samples were inside each call).
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use bpfinfo::sys::{self, Capture, LiveProg};
+use serde_json::Value;
+use testkit::tool;
+
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../bpfinfo/tests/fixtures/map_calls.bpf.c"
+);
+
+/// /proc/kallsyms as address → names (several names may share one).
+fn kallsyms() -> HashMap<u64, Vec<String>> {
+    let text = std::fs::read_to_string("/proc/kallsyms").expect("read /proc/kallsyms");
+    let mut m: HashMap<u64, Vec<String>> = HashMap::new();
+    for l in text.lines() {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        if let (Some(a), Some(name)) = (t.first(), t.get(2)) {
+            if let Ok(a) = u64::from_str_radix(a, 16) {
+                m.entry(a).or_default().push(name.to_string());
+            }
+        }
+    }
+    m
+}
+
+/// The absolute target of an AT&T `call 0x...` text.
+fn call_addr(text: &str) -> Option<u64> {
+    let t = text.strip_prefix("call ")?.trim();
+    u64::from_str_radix(t.strip_prefix("0x")?, 16).ok()
+}
+
+/// `bpftool prog dump xlated id ID`'s call instructions: (index, text).
+fn bpftool_calls(bpftool: &Path, id: u32) -> Vec<(u64, String)> {
+    support::stdout(Command::new(bpftool).args(["prog", "dump", "xlated", "id", &id.to_string()]))
+        .lines()
+        .filter(|l| l.contains(") call "))
+        .map(|l| {
+            let (i, text) = l.trim_start().split_once(": ").unwrap();
+            (i.parse().unwrap(), text.to_string())
+        })
+        .collect()
+}
+
+/// Removes the bpffs pin (which unloads the program) when dropped.
+struct Pin(PathBuf);
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn bpf_show_names_calls_as_kallsyms_and_bpftool_do() {
+    if !support::live(false) {
+        return;
+    }
+    let (Some(clang), Some(bpftool)) = (tool("clang"), tool("bpftool")) else {
+        support::require(
+            false,
+            "needs clang and bpftool (apt-get install clang libbpf-dev bpftool)",
+        );
+        return;
+    };
+    if !support::require(
+        Path::new("/usr/include/bpf/bpf_helpers.h").exists(),
+        "libbpf headers not installed (apt-get install libbpf-dev)",
+    ) {
+        return;
+    }
+    let dir = support::tempdir();
+    let obj = support::path(&dir, "map_calls.bpf.o");
+    support::run(
+        Command::new(clang)
+            .args(["-target", "bpf", "-O2", "-g"])
+            .arg(format!(
+                "-I/usr/include/{}-linux-gnu",
+                std::env::consts::ARCH
+            ))
+            .args(["-c", FIXTURE, "-o"])
+            .arg(&obj),
+    );
+    let pin = Pin(PathBuf::from(format!(
+        "/sys/fs/bpf/bpfprof_annotate_calls_{}",
+        std::process::id()
+    )));
+    support::run(
+        Command::new(&bpftool)
+            .args(["prog", "load"])
+            .arg(&obj)
+            .arg(&pin.0),
+    );
+    let shown: Value = serde_json::from_str(&support::stdout(
+        Command::new(&bpftool)
+            .args(["-j", "prog", "show", "pinned"])
+            .arg(&pin.0),
+    ))
+    .unwrap();
+    let id = shown["id"].as_u64().expect("bpftool shows the id") as u32;
+    let live = sys::fetch_prog(id, Capture::Full).expect("fetch the program");
+    let ksyms = kallsyms();
+
+    // --jited: every call is named, by kallsyms's name at its target; a
+    // sub-program (kallsyms: bpf_prog_<tag>_<func>) by its function name.
+    let out = support::stdout(support::bpfprof().args(["bpf", "show", &id.to_string(), "--jited"]));
+    let mut calls = 0;
+    let mut names = BTreeSet::new();
+    for l in out.lines().filter(|l| l.contains("\tcall ")) {
+        let text = l.split_once('\t').unwrap().1;
+        let (insn, name) = text
+            .split_once(" <")
+            .unwrap_or_else(|| panic!("call not named: {l}\n{out}"));
+        let name = name.strip_suffix('>').unwrap();
+        let addr = call_addr(insn).unwrap_or_else(|| panic!("not a direct call: {l}"));
+        let theirs = ksyms
+            .get(&addr)
+            .unwrap_or_else(|| panic!("no kallsyms symbol at {addr:#x}"));
+        let ok = theirs.iter().any(|k| {
+            k == name
+                || live.info.jited_ksyms.contains(&addr)
+                    && k.starts_with("bpf_prog_")
+                    && k.ends_with(&format!("_{name}"))
+        });
+        assert!(ok, "{l}: kallsyms has {theirs:?}");
+        names.insert(name.to_string());
+        calls += 1;
+    }
+    assert!(calls >= 7, "the fixture makes 7 calls:\n{out}");
+    // bpftool names the same kernel functions in the bytecode.
+    let xl = bpftool_calls(&bpftool, id);
+    for (_, text) in &xl {
+        let callee = text
+            .split_once("call ")
+            .unwrap()
+            .1
+            .split('#')
+            .next()
+            .unwrap();
+        if !callee.starts_with("pc") {
+            assert!(
+                names.contains(callee),
+                "{callee} (bpftool) not in {names:?}"
+            );
+        }
+    }
+
+    // --xlated: the call lines are bpftool's.
+    let out =
+        support::stdout(support::bpfprof().args(["bpf", "show", &id.to_string(), "--xlated"]));
+    let ours: Vec<(u64, String)> = out
+        .lines()
+        .filter(|l| l.contains(") call "))
+        .map(|l| {
+            let (i, text) = l.trim_start().split_once(": ").unwrap();
+            (i.parse().unwrap(), text.to_string())
+        })
+        .collect();
+    assert_eq!(ours, xl);
+    drop(pin);
+}
+
+/// A `bpfprof record -a -g` recording of a bpftrace program, and what the
+/// kernel said about the program while it was loaded.
+struct Recording {
+    data: PathBuf,
+    id: u32,
+    live: LiveProg,
+    kallsyms: HashMap<u64, Vec<String>>,
+    bpftool_calls: Vec<(u64, String)>,
+}
+
+static REC: OnceLock<Recording> = OnceLock::new();
+
+/// Kills bpftrace (which unloads its program) when dropped.
+struct Bpftrace(Child);
+
+impl Drop for Bpftrace {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn rec() -> Option<&'static Recording> {
+    if !support::live(false) {
+        return None;
+    }
+    let (Some(bpftrace), Some(bpftool)) = (tool("bpftrace"), tool("bpftool")) else {
+        support::require(
+            false,
+            "needs bpftrace and bpftool (apt-get install bpftrace bpftool)",
+        );
+        return None;
+    };
+    Some(REC.get_or_init(|| record(&bpftrace, &bpftool)))
+}
+
+fn record(bpftrace: &Path, bpftool: &Path) -> Recording {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("recording-annotate-calls");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let before: BTreeSet<u32> = sys::prog_ids().filter_map(Result::ok).collect();
+    // A map update on every getpid: the expensive call of the program.
+    let mut child = Command::new(bpftrace)
+        .args([
+            "-e",
+            "tracepoint:syscalls:sys_enter_getpid { @s[tid, nsecs & 1023] = nsecs; }",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start bpftrace");
+    let stdout = child.stdout.take().unwrap();
+    let guard = Bpftrace(child);
+    // bpftrace says it attaches once the program is loaded.
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if l.starts_with("Attaching") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("bpftrace did not start within a minute");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let id = loop {
+        let new = sys::prog_ids()
+            .filter_map(Result::ok)
+            .filter(|id| !before.contains(id))
+            .find(|&id| {
+                sys::fetch_prog(id, Capture::Summary)
+                    .is_ok_and(|p| p.info.name.starts_with("sys_enter_getp"))
+            });
+        if let Some(id) = new {
+            break id;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "bpftrace's program did not appear"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let live = sys::fetch_prog(id, Capture::Full).expect("fetch bpftrace's program");
+    let bpftool_calls = bpftool_calls(bpftool, id);
+    let kallsyms = kallsyms();
+
+    let data = dir.join("calls.data");
+    let mut rec = support::bpfprof()
+        .args(["record", "-a", "-g", "--duration", "2", "-o"])
+        .arg(&data)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start bpfprof record");
+    // getpid until the recording ends, so the program runs throughout.
+    let status = loop {
+        support::getpid_until(Instant::now() + Duration::from_millis(20));
+        if let Some(s) = rec.try_wait().unwrap() {
+            break s;
+        }
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut rec.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "bpfprof record failed: {err}");
+    drop(guard);
+    Recording {
+        data,
+        id,
+        live,
+        kallsyms,
+        bpftool_calls,
+    }
+}
+
+/// `annotate --prog ID --json [args]`: the one sub-program of bpftrace's
+/// program.
+fn annotated(r: &Recording, args: &[&str]) -> Value {
+    let text = support::stdout(
+        support::bpfprof()
+            .args(["annotate", "--json", "--prog", &r.id.to_string(), "-i"])
+            .arg(&r.data)
+            .args(args),
+    );
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let t = v.as_array().unwrap();
+    assert_eq!(t.len(), 1, "one sub-program: {text}");
+    assert!(t[0].get("insns").is_some(), "not annotated: {text}");
+    t[0].clone()
+}
+
+/// The kernel function bpftool's bytecode shows the map update calling.
+fn update_function(r: &Recording) -> String {
+    r.bpftool_calls
+        .iter()
+        .map(|(_, t)| t.split_once("call ").unwrap().1.split('#').next().unwrap())
+        .find(|n| n.contains("update"))
+        .unwrap_or_else(|| panic!("bpftool shows no update call: {:?}", r.bpftool_calls))
+        .to_string()
+}
+
+#[test]
+fn annotate_names_calls_by_kallsyms_at_their_targets() {
+    let Some(r) = rec() else { return };
+    let a = annotated(r, &[]);
+    let mut named = 0;
+    for i in a["insns"].as_array().unwrap() {
+        let Some(addr) = call_addr(i["text"].as_str().unwrap()) else {
+            continue;
+        };
+        let theirs = r.kallsyms.get(&addr).cloned().unwrap_or_default();
+        let ours = i["callee"]
+            .as_str()
+            .unwrap_or_else(|| panic!("call not named: {i}"));
+        assert!(
+            theirs.iter().any(|k| k == ours),
+            "{i}: kallsyms has {theirs:?}"
+        );
+        named += 1;
+    }
+    assert!(named >= 2, "bpftrace's program makes calls: {a}");
+    let text = support::stdout(
+        support::bpfprof()
+            .args(["annotate", "--prog", &r.id.to_string(), "-i"])
+            .arg(&r.data),
+    );
+    let update = update_function(r);
+    assert!(text.contains(&format!("<{update}>  → ")), "{text}");
+    assert!(text.contains("in code it called ("), "{text}");
+}
+
+/// Per call instruction (by return address), the samples whose innermost
+/// BPF frame is that return address and not their leaf, from `perf
+/// script`'s call chains; and how many samples have the program anywhere.
+fn perf_call_sites(r: &Recording) -> (BTreeMap<u64, u64>, u64) {
+    let out = support::stdout(
+        Command::new("perf")
+            .args(["script", "-F", "ip,sym", "-i"])
+            .arg(&r.data),
+    );
+    let lo = r.live.info.jited_ksyms[0];
+    let hi = lo + u64::from(r.live.info.jited_func_lens[0]);
+    let is_bpf = |s: &str| {
+        ["bpf_prog_", "bpf_trampoline_", "bpf_dispatcher_"]
+            .iter()
+            .any(|p| s.starts_with(p))
+    };
+    let mut sites = BTreeMap::new();
+    let mut with_prog = 0;
+    for sample in out.split("\n\n") {
+        let frames: Vec<(u64, &str)> = sample
+            .lines()
+            .filter_map(|l| {
+                let (a, s) = l.trim().split_once(' ').unwrap_or((l.trim(), ""));
+                Some((u64::from_str_radix(a, 16).ok()?, s.trim()))
+            })
+            .collect();
+        if frames.iter().any(|f| (lo..hi).contains(&f.0)) {
+            with_prog += 1;
+        }
+        if let Some(j) = frames.iter().position(|f| is_bpf(f.1)) {
+            let ip = frames[j].0;
+            if j > 0 && (lo..hi).contains(&ip) {
+                *sites.entry(ip).or_default() += 1;
+            }
+        }
+    }
+    (sites, with_prog)
+}
+
+#[test]
+fn each_call_carries_the_samples_perf_script_sees_inside_it() {
+    let Some(r) = rec() else { return };
+    let a = annotated(r, &[]);
+    let insns = a["insns"].as_array().unwrap();
+    let (sites, with_prog) = perf_call_sites(r);
+    let update = update_function(r);
+    let mut update_called = None;
+    let mut sum = 0;
+    for (k, i) in insns.iter().enumerate() {
+        let called = i["called"].as_u64().unwrap();
+        sum += called;
+        if i.get("callee").is_none() {
+            continue;
+        }
+        // The return address is where the next instruction starts.
+        let ret = insns.get(k + 1).map_or_else(
+            || a["start"].as_u64().unwrap() + a["len"].as_u64().unwrap(),
+            |n| n["addr"].as_u64().unwrap(),
+        );
+        let want = sites.get(&ret).copied().unwrap_or(0);
+        assert_eq!(
+            called, want,
+            "{i}: perf script has {want} samples returning to {ret:#x}"
+        );
+        if i["callee"].as_str() == Some(update.as_str()) {
+            update_called = Some(called);
+        }
+    }
+    assert_eq!(
+        a["called"].as_u64(),
+        Some(sum),
+        "the header's total is the calls'"
+    );
+    let update_called = update_called.unwrap_or_else(|| panic!("no call to {update}: {a}"));
+    assert!(update_called > 0, "no samples inside {update}");
+    assert!(
+        a["samples"].as_u64().unwrap() + sum <= with_prog,
+        "own + called exceed the {with_prog} samples with the program on the stack"
+    );
+}
+
+#[test]
+fn xlated_view_names_calls_as_bpftool_and_carries_their_samples() {
+    let Some(r) = rec() else { return };
+    let jit = annotated(r, &[]);
+    let x = annotated(r, &["--xlated"]);
+    let rows = x["xlated"].as_array().unwrap();
+    let ours: Vec<(u64, String)> = rows
+        .iter()
+        .filter(|x| x["text"].as_str().unwrap().contains(") call "))
+        .map(|x| {
+            (
+                x["index"].as_u64().unwrap(),
+                x["text"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(ours, r.bpftool_calls, "call names vs bpftool's");
+    // The update call in bytecode has the JIT update call's samples.
+    let update = update_function(r);
+    let jit_called: u64 = jit["insns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["callee"].as_str() == Some(update.as_str()))
+        .map(|i| i["called"].as_u64().unwrap())
+        .sum();
+    let x_called: u64 = rows
+        .iter()
+        .filter(|x| {
+            x["text"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("call {update}#"))
+        })
+        .map(|x| x["called"].as_u64().unwrap())
+        .sum();
+    assert!(jit_called > 0, "no samples inside {update}");
+    assert_eq!(x_called, jit_called, "{update}: xlated vs JIT");
+    let total: u64 = rows.iter().map(|x| x["called"].as_u64().unwrap()).sum();
+    assert_eq!(
+        Some(total),
+        x["called"].as_u64(),
+        "every called sample is carried"
+    );
+}
