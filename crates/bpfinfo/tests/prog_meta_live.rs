@@ -148,6 +148,12 @@ fn snapshot_matches_bpftool_and_proc() {
             .iter()
             .find(|p| p.u64("id") == Some(id as u64))
             .unwrap();
+        // bpftool built with its pid iterator lists holders of program fds
+        // (7.1 on Debian is built without it); each must be ours.
+        for holder in p.get("pids").map(|v| v.arr()).unwrap_or_default() {
+            let pid = holder.u64("pid").unwrap() as u32;
+            assert!(ours_pids(m).contains(&pid), "bpftool pid {pid} of {id}");
+        }
         let want: Vec<u32> = p
             .get("map_ids")
             .map(|v| v.arr().iter().map(|x| x.to_owned()).collect::<Vec<_>>())
@@ -216,6 +222,10 @@ fn snapshot_matches_bpftool_and_proc() {
     assert_eq!(g.attach[0].kind, "tracepoint");
     assert_eq!(g.attach[0].target, "syscalls:sys_enter_getpid");
     assert_eq!(g.attach[0].link_id, None);
+}
+
+fn ours_pids(m: &perfdata::BpfProgMeta) -> BTreeSet<u32> {
+    m.owners.iter().map(|o| o.pid).collect()
 }
 
 /// The fdinfo fields of the loader's fd on map `id`.

@@ -196,7 +196,12 @@ fn a_file_carries_meta_per_program_and_infos_stay_the_same() {
         bpf_prog_meta: vec![meta(10), meta(12), meta(99)],
         ..Default::default()
     };
-    let p = PerfFile::from_bytes(file(&f)).unwrap();
+    let bytes = file(&f);
+    // The fuzzer's seed (fuzz/seeds/read_perf_data/meta-tail.perf).
+    if let Some(out) = std::env::var_os("PERFDATA_META_SEED_OUT") {
+        std::fs::write(out, &bytes).unwrap();
+    }
+    let p = PerfFile::from_bytes(bytes).unwrap();
     let got = p.features();
     assert!(got.warnings.is_empty(), "{:?}", got.warnings);
     assert_eq!(got.bpf_prog_info.as_ref().unwrap(), &progs);
