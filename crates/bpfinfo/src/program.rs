@@ -98,7 +98,9 @@ impl Program {
         &self.subprogs
     }
 
-    fn btf_func_name(&self, sub: usize) -> Option<&str> {
+    /// Sub-program `sub`'s function name from BTF, when the program has
+    /// BTF (unlike [`SubProg::func_name`], never a stand-in such as `F`).
+    pub fn btf_func_name(&self, sub: usize) -> Option<&str> {
         let fi = self.info.func_info.get(sub)?;
         self.btf.as_ref()?.func_name(fi.type_id)
     }

@@ -314,8 +314,8 @@ fn show(id: u32, xlated: bool, jited: bool, linum: bool) -> Result<()> {
 /// (a helper, a map operation, a kfunc, another program).
 fn callee_name(prog: &Program, kallsyms: Option<&Kallsyms>, target: u64) -> Option<String> {
     if let Some(s) = prog.subprogs().iter().find(|s| s.addr == target) {
-        if !s.func_name.is_empty() {
-            return Some(s.func_name.clone());
+        if let Some(name) = prog.btf_func_name(s.index) {
+            return Some(name.to_string());
         }
     }
     kallsyms?.name_at(target).map(str::to_string)

@@ -617,6 +617,14 @@ fn annotate_sym(p: &Profile, s: SymId, arch: Arch, o: &AnnotateOptions) -> Targe
         warnings: Vec::new(),
     };
     fill(&mut a, &insns, &rel, start, |_| None, &c);
+    // Kernel code calls kernel functions (and BPF trampolines); a user
+    // binary's targets are its own virtual addresses, which kallsyms
+    // cannot name.
+    if matches!(dso.kind, DsoKind::Kernel | DsoKind::Module) {
+        for (ins, x) in a.insns.iter_mut().zip(&insns) {
+            ins.callee = x.call_target.and_then(|t| calls::kernel_callee_name(p, t));
+        }
+    }
     Target::Annotated(Box::new(a))
 }
 

@@ -59,11 +59,20 @@ impl KernelNames for RecordingNames<'_> {
 /// `prog`'s sub-programs by its BTF function name, another BPF symbol of
 /// the recording (a program, a trampoline), else the kernel function.
 pub fn callee_name(p: &Profile, prog: &Program, target: u64) -> Option<String> {
+    // Without BTF a sub-program's only name is the recorded
+    // `bpf_prog_<tag>_F`, found below.
     if let Some(s) = prog.subprogs().iter().find(|s| s.addr == target) {
-        if !s.func_name.is_empty() {
-            return Some(s.func_name.clone());
+        if let Some(name) = prog.btf_func_name(s.index) {
+            return Some(name.to_string());
         }
     }
+    kernel_callee_name(p, target)
+}
+
+/// What a call from kernel or BPF code at `target` calls, as `name` or
+/// `name+0xOFF`: a BPF symbol of the recording (a program, a trampoline),
+/// else the kernel function.
+pub fn kernel_callee_name(p: &Profile, target: u64) -> Option<String> {
     let with_off = |name: &str, start: u64| match target - start {
         0 => name.to_string(),
         off => format!("{name}+{off:#x}"),
