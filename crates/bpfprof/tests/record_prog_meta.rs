@@ -181,9 +181,12 @@ fn owners_attachments_and_maps_survive_their_programs() {
         (raw, "raw_tracepoint", "sys_enter"),
     ] {
         let m = meta(id);
-        assert_eq!(m.owners.len(), 1, "{m:?}");
-        assert_eq!(m.owners[0].pid, loader);
-        assert_eq!(m.owners[0].comm, "attach_pin");
+        // bpftool run by a test in parallel holds every program for a
+        // moment, and may be caught by a snapshot.
+        let owners: Vec<_> = m.owners.iter().filter(|o| o.comm != "bpftool").collect();
+        assert_eq!(owners.len(), 1, "{m:?}");
+        assert_eq!(owners[0].pid, loader);
+        assert_eq!(owners[0].comm, "attach_pin");
         let ids: BTreeSet<u32> = m.attach.iter().filter_map(|a| a.link_id).collect();
         assert_eq!(ids, live_links(id), "links of {id}");
         assert_eq!(m.attach.len(), 1, "{m:?}");
