@@ -263,14 +263,27 @@ fn record(bpftrace: &Path, bpftool: &Path) -> Recording {
     let kallsyms = kallsyms();
 
     let data = dir.join("calls.data");
+    record_while_calling_getpid(&data);
+    drop(guard);
+    Recording {
+        data,
+        id,
+        live,
+        kallsyms,
+        bpftool_calls,
+    }
+}
+
+/// `bpfprof record -a -g --duration 2` into `data`, calling getpid until
+/// it ends so the programs on it run throughout.
+fn record_while_calling_getpid(data: &Path) {
     let mut rec = support::bpfprof()
         .args(["record", "-a", "-g", "--duration", "2", "-o"])
-        .arg(&data)
+        .arg(data)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("start bpfprof record");
-    // getpid until the recording ends, so the program runs throughout.
     let status = loop {
         support::getpid_until(Instant::now() + Duration::from_millis(20));
         if let Some(s) = rec.try_wait().unwrap() {
@@ -280,14 +293,6 @@ fn record(bpftrace: &Path, bpftool: &Path) -> Recording {
     let mut err = String::new();
     std::io::Read::read_to_string(&mut rec.stderr.take().unwrap(), &mut err).unwrap();
     assert!(status.success(), "bpfprof record failed: {err}");
-    drop(guard);
-    Recording {
-        data,
-        id,
-        live,
-        kallsyms,
-        bpftool_calls,
-    }
 }
 
 /// `annotate --prog ID --json [args]`: the one sub-program of bpftrace's
@@ -465,10 +470,197 @@ fn xlated_view_names_calls_as_bpftool_and_carries_their_samples() {
         .sum();
     assert!(jit_called > 0, "no samples inside {update}");
     assert_eq!(x_called, jit_called, "{update}: xlated vs JIT");
+    // Every call's samples reach the bytecode (bpftrace's program has no
+    // line info, so samples of interrupts taken at other instructions
+    // have nowhere to go, like the instructions' own samples).
     let total: u64 = rows.iter().map(|x| x["called"].as_u64().unwrap()).sum();
-    assert_eq!(
-        Some(total),
-        x["called"].as_u64(),
-        "every called sample is carried"
+    let at_calls: u64 = jit["insns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i.get("callee").is_some())
+        .map(|i| i["called"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, at_calls, "every call's samples are carried");
+}
+
+/// Kills the loader (which unloads its program) when dropped.
+struct Loader(Child);
+
+impl Drop for Loader {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+static REC_C: OnceLock<Recording> = OnceLock::new();
+
+/// The clang fixture (which has BTF and line info, unlike bpftrace's
+/// programs), attached to getpid by perf's BPF loader, recorded with -g.
+fn rec_c() -> Option<&'static Recording> {
+    if !support::live(true) {
+        return None;
+    }
+    let (Some(clang), Some(bpftool)) = (tool("clang"), tool("bpftool")) else {
+        support::require(
+            false,
+            "needs clang and bpftool (apt-get install clang libbpf-dev bpftool)",
+        );
+        return None;
+    };
+    Some(REC_C.get_or_init(|| record_c(&clang, &bpftool)))
+}
+
+fn record_c(clang: &Path, bpftool: &Path) -> Recording {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("recording-annotate-calls-c");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let obj = dir.join("map_calls.bpf.o");
+    support::run(
+        Command::new(clang)
+            .args(["-target", "bpf", "-O2", "-g", "-DPERF_LOADER"])
+            .arg(format!(
+                "-I/usr/include/{}-linux-gnu",
+                std::env::consts::ARCH
+            ))
+            .args(["-c", FIXTURE, "-o"])
+            .arg(&obj),
     );
+    let before: BTreeSet<u32> = sys::prog_ids().filter_map(Result::ok).collect();
+    let loader = Loader(
+        Command::new("perf")
+            .args(["record", "-e"])
+            .arg(&obj)
+            .arg("-o")
+            .arg(dir.join("loader.data"))
+            .args(["--", "sleep", "600"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start perf's BPF loader"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let id = loop {
+        let new = sys::prog_ids()
+            .filter_map(Result::ok)
+            .filter(|id| !before.contains(id))
+            .find(|&id| {
+                sys::fetch_prog(id, Capture::Summary).is_ok_and(|p| p.info.name == "count_getpid")
+            });
+        if let Some(id) = new {
+            break id;
+        }
+        assert!(Instant::now() < deadline, "perf did not load the fixture");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let live = sys::fetch_prog(id, Capture::Full).expect("fetch the fixture");
+    let bpftool_calls = bpftool_calls(bpftool, id);
+    let kallsyms = kallsyms();
+    let data = dir.join("calls.data");
+    record_while_calling_getpid(&data);
+    drop(loader);
+    Recording {
+        data,
+        id,
+        live,
+        kallsyms,
+        bpftool_calls,
+    }
+}
+
+/// The clang program's update call: the JIT call to the function bpftool
+/// names, on the source line that calls bpf_map_update_elem, in the JIT,
+/// source and bytecode views alike.
+#[test]
+fn source_and_bytecode_views_carry_a_calls_samples_to_its_line_and_call() {
+    let Some(r) = rec_c() else { return };
+    let update = update_function(r);
+    let targets: Vec<Value> = serde_json::from_str(&support::stdout(
+        support::bpfprof()
+            .args([
+                "annotate",
+                "--json",
+                "--xlated",
+                "--prog",
+                &r.id.to_string(),
+                "-i",
+            ])
+            .arg(&r.data),
+    ))
+    .unwrap();
+    let main = targets
+        .iter()
+        .find(|t| t["bpf"]["sub"].as_u64() == Some(0))
+        .expect("the main function is annotated");
+    let insns = main["insns"].as_array().unwrap();
+    let call = insns
+        .iter()
+        .find(|i| i["callee"].as_str() == Some(update.as_str()))
+        .unwrap_or_else(|| panic!("no call named {update}: {main}"));
+    let addr = call_addr(call["text"].as_str().unwrap()).unwrap();
+    assert!(r.kallsyms[&addr].contains(&update), "kallsyms at {addr:#x}");
+    let called = call["called"].as_u64().unwrap();
+    assert!(called > 0, "no samples inside {update}");
+
+    let lines = main["lines"].as_array().unwrap();
+    let line = &lines[call["line"].as_u64().expect("the call has a line") as usize];
+    assert!(
+        line["text"]
+            .as_str()
+            .unwrap()
+            .contains("bpf_map_update_elem("),
+        "{update} is called from {line}"
+    );
+    assert!(line["called"].as_u64().unwrap() >= called, "{line}");
+    let text = support::stdout(
+        support::bpfprof()
+            .args(["annotate", "--source", "--prog", &r.id.to_string(), "-i"])
+            .arg(&r.data),
+    );
+    let row = text
+        .lines()
+        .find(|l| l.contains("bpf_map_update_elem("))
+        .unwrap_or_else(|| panic!("no source row for the update:\n{text}"));
+    assert!(
+        row.contains(" → ") && row.ends_with("in called code"),
+        "{row}"
+    );
+
+    // The bytecode: calls named as bpftool names them (sub-programs by the
+    // kernel's names), the update call carrying the JIT call's samples.
+    let rows = main["xlated"].as_array().unwrap();
+    let sub1: Vec<Value> = targets
+        .iter()
+        .filter(|t| t["bpf"]["sub"].as_u64() != Some(0))
+        .flat_map(|t| t["xlated"].as_array().unwrap().clone())
+        .collect();
+    let ours: BTreeMap<u64, String> = rows
+        .iter()
+        .chain(&sub1)
+        .filter(|x| x["text"].as_str().unwrap().contains(") call "))
+        .map(|x| {
+            (
+                x["index"].as_u64().unwrap(),
+                x["text"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    for (i, text) in &r.bpftool_calls {
+        // A sub-program without samples is not annotated.
+        if let Some(o) = ours.get(i) {
+            assert_eq!(o, text, "xlated call {i} vs bpftool");
+        }
+    }
+    assert!(ours.values().any(|t| t.contains("call pc")), "{ours:?}");
+    let x = rows
+        .iter()
+        .find(|x| {
+            x["text"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("call {update}#"))
+        })
+        .unwrap();
+    assert_eq!(x["called"].as_u64(), Some(called), "{x}");
 }

@@ -439,7 +439,16 @@ fn xlated_rows(
         })
         .collect();
     let sites = calls::xlated_calls_of(prog, names, sub);
-    let (mut called, lost) = calls::carry_to_xlated(&jit_calls, &sites);
+    let (mut called, mut lost) = calls::carry_to_xlated(&jit_calls, &sites);
+    // Samples "called" from an instruction that is no call (an interrupt
+    // taken there) follow the instruction's own samples to its line.
+    lost.extend(
+        insns
+            .iter()
+            .zip(&a.insns)
+            .filter(|(x, ai)| x.call_target.is_none() && ai.called > 0)
+            .map(|(x, ai)| (x.offset, ai.called)),
+    );
     for (off, n) in lost {
         if let Some(at) = line_start(off) {
             *called.entry(at).or_default() += n;
