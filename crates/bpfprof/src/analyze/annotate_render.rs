@@ -122,9 +122,10 @@ fn called_suffix(o: &RenderOptions, called: u64, pct: f64, callee: Option<&str>)
     if called == 0 {
         return String::new();
     }
+    let n = if called == 1 { "sample" } else { "samples" };
     let s = match callee {
-        Some(name) => format!("  → {pct:.2}% ({called} samples) in {name}"),
-        None => format!("  → {pct:.2}% ({called} samples) in called code"),
+        Some(name) => format!("  → {pct:.2}% ({called} {n}) in {name}"),
+        None => format!("  → {pct:.2}% ({called} {n}) in called code"),
     };
     paint(o.color, pct, &s)
 }
