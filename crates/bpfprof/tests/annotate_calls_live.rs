@@ -199,7 +199,8 @@ impl Drop for Bpftrace {
 }
 
 fn rec() -> Option<&'static Recording> {
-    if !support::live(false) {
+    // perf script is the oracle for the call-site samples.
+    if !support::live(true) {
         return None;
     }
     let (Some(bpftrace), Some(bpftool)) = (tool("bpftrace"), tool("bpftool")) else {
