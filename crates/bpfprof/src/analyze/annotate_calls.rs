@@ -135,13 +135,13 @@ pub fn calls_of(p: &Profile, regs: &[BpfSymId]) -> Vec<(u32, Counts)> {
 /// Called-code samples per instruction: each return address goes to the
 /// instruction that ends there (the call), or, if none ends exactly there
 /// (a recording of other code at that address), to the one holding the
-/// byte before it. Return addresses outside the code are dropped.
+/// byte before it, so that they all add up to the function's. Offset 0
+/// is no return address but where an interrupt hit the first instruction
+/// (the profile counts interrupted BPF code the same way), and stays there.
 pub fn called_per_insn(insns: &[Insn], calls: &[(u32, Counts)]) -> Vec<u64> {
     let mut per = vec![0u64; insns.len()];
     for &(ret, c) in calls {
-        let Some(before) = ret.checked_sub(1) else {
-            continue;
-        };
+        let before = ret.saturating_sub(1);
         let i = insns.partition_point(|x| x.offset <= before);
         if let Some(slot) = i.checked_sub(1).and_then(|i| per.get_mut(i)) {
             *slot += c.samples;
@@ -248,10 +248,10 @@ mod tests {
         ];
         let calls = [(8, n(7)), (16, n(5)), (16, n(1)), (0, n(9)), (99, n(2))];
         let per = called_per_insn(&insns, &calls);
-        // Offset 0 is no return address; 99 lies past the code, so its
-        // samples go to the last instruction (the byte before it is
-        // counted as the last instruction's, as hits are).
-        assert_eq!(per, vec![0, 7, 0, 8]);
+        // Offset 0 is an interrupt at the first instruction; 99 lies past
+        // the code, so its samples go to the last instruction (the byte
+        // before it is counted as the last instruction's, as hits are).
+        assert_eq!(per, vec![9, 7, 0, 8]);
     }
 
     fn jit(offset: u32, target: u64, called: u64) -> JitCall {
