@@ -12,3 +12,4 @@ mod huge_vec;
 pub mod parallel;
 pub mod progress;
 pub mod symbolize;
+pub mod utc;

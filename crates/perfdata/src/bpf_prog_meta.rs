@@ -60,6 +60,10 @@ pub struct BpfProgMeta {
     pub owners: Vec<BpfOwner>,
     pub attach: Vec<BpfAttach>,
     pub maps: Vec<BpfMapMeta>,
+    /// CLOCK_BOOTTIME and CLOCK_REALTIME in nanoseconds, read together as
+    /// the recording started: what turns `bpf_prog_info.load_time` (since
+    /// boot) into a clock time and a time before the recording.
+    pub clock: Option<(u64, u64)>,
 }
 
 /// The bytes bpfprof appends to a program's `perf_bpil.data`, after the
@@ -86,6 +90,7 @@ pub struct BpfProgMeta {
 ///                          u32 attach_type; u64 cookie; u64 offset }
 ///   u32 nr_maps,    nr × { u32 id, map_type, key_size, value_size,
 ///                          max_entries, map_flags; str name }
+///   optional: u64 boottime_ns, u64 realtime_ns   (the clocks at start)
 /// zero padding to a multiple of 8 (perf keeps `data_len` 8-aligned)
 /// str = u32 len; u8 bytes[len] (UTF-8, no NUL)
 /// ```
@@ -187,6 +192,11 @@ impl BpfProgMeta {
             }
             put_str(&mut body, &m.name);
         }
+        // Last and optional: a reader of an older body finds none.
+        if let Some((boot, real)) = self.clock {
+            body.extend_from_slice(&boot.to_le_bytes());
+            body.extend_from_slice(&real.to_le_bytes());
+        }
         let mut out = Vec::with_capacity(16 + body.len() + 8);
         out.extend_from_slice(tail::MAGIC);
         put_u32(&mut out, tail::VERSION);
@@ -275,6 +285,9 @@ impl BpfProgMeta {
                 map_flags: v[5],
                 name: get_str(&mut c, "map name")?,
             });
+        }
+        if c.remaining() >= 16 {
+            m.clock = Some((c.u64("clock boottime")?, c.u64("clock realtime")?));
         }
         Ok(m)
     }

@@ -82,6 +82,15 @@ fn tail_round_trips() {
     assert_eq!(t.len() % 8, 0);
     assert!(BpfProgMeta::is_tail(&t));
     assert_eq!(BpfProgMeta::decode_tail(&t, 0).unwrap(), m);
+    // The start clocks are optional and last: with and without.
+    let dated = BpfProgMeta {
+        clock: Some((81_000_000_123, 1_764_600_000_000_000_456)),
+        ..meta(13)
+    };
+    assert_eq!(
+        BpfProgMeta::decode_tail(&dated.encode_tail(), 0).unwrap(),
+        dated
+    );
     let empty = BpfProgMeta {
         prog_id: 3,
         ..Default::default()

@@ -9,6 +9,26 @@ fn secs(t: Option<f64>) -> String {
     t.map_or_else(|| "-".into(), |s| format!("{s:.3}s"))
 }
 
+/// A span of seconds as people say it: `3h12m`, `4m05s`, `12.3s`.
+fn span(s: f64) -> String {
+    let whole = s as u64;
+    match whole {
+        0..=59 => format!("{s:.1}s"),
+        60..=3599 => format!("{}m{:02}s", whole / 60, whole % 60),
+        3600..=172_799 => format!("{}h{:02}m", whole / 3600, whole / 60 % 60),
+        _ => format!("{}d{:02}h", whole / 86_400, whole / 3600 % 24),
+    }
+}
+
+/// When the program was loaded: in the recording, or how long before it.
+fn loaded(pr: &ProgSummary) -> String {
+    match (pr.loaded_at, pr.loaded_before_s) {
+        (Some(t), _) => secs(Some(t)),
+        (None, Some(b)) => format!("-{}", span(b)),
+        _ => "-".into(),
+    }
+}
+
 fn pct(x: Option<f64>) -> String {
     x.map_or_else(|| "-".into(), |x| format!("{x:.2}%"))
 }
@@ -100,7 +120,7 @@ pub fn table(s: &BpfSummary, limit: Option<usize>, out: &mut dyn Write) -> std::
             pr.name,
             attach_point(pr),
             holder(pr),
-            secs(pr.loaded_at),
+            loaded(pr),
             secs(pr.unloaded_at),
             runs,
             avg,
@@ -117,6 +137,44 @@ pub fn table(s: &BpfSummary, limit: Option<usize>, out: &mut dyn Write) -> std::
                     sub.percent, sub.samples, sub.index, sub.name
                 )?;
             }
+        }
+        if let Some(at) = &pr.loaded {
+            let when = match (pr.loaded_at, pr.loaded_before_s) {
+                (Some(t), _) => format!("{t:.3}s into the recording"),
+                (None, Some(b)) => format!("{} before the recording", span(b)),
+                _ => String::new(),
+            };
+            writeln!(
+                out,
+                "#                                                   loaded {at}, {when}"
+            )?;
+        }
+        if pr.owners.len() > 1 {
+            let who: Vec<String> = pr
+                .owners
+                .iter()
+                .map(|o| format!("{}/{}", o.pid, o.comm))
+                .collect();
+            writeln!(
+                out,
+                "#                                                   owners: {}",
+                who.join(", ")
+            )?;
+        }
+        if pr.attach.len() > 1 || pr.attach.first().is_some_and(|a| !a.kind.is_empty()) {
+            let at: Vec<String> = pr
+                .attach
+                .iter()
+                .map(|a| match a.link_id {
+                    Some(l) => format!("{} {} (link {l})", a.kind, a.target),
+                    None => format!("{} {}", a.kind, a.target),
+                })
+                .collect();
+            writeln!(
+                out,
+                "#                                                   attached: {}",
+                at.join(", ")
+            )?;
         }
         for h in &pr.hook_sites {
             writeln!(

@@ -93,6 +93,11 @@ pub struct ProgSummary {
     pub unloaded_at: Option<f64>,
     /// `bpf_prog_info.load_time`: nanoseconds since boot.
     pub load_time_ns: Option<u64>,
+    /// The load as a clock time (UTC), where the recorder noted its clocks.
+    pub loaded: Option<String>,
+    /// Seconds between the load and the start of the recording, for a
+    /// program loaded before it.
+    pub loaded_before_s: Option<f64>,
     pub loader_pid: Option<u32>,
     pub loader_comm: Option<String>,
     /// Kernel stats over the recording, where the file carries them.
@@ -302,7 +307,8 @@ pub fn summarize(p: &Profile, filters: &Filters) -> Option<BpfSummary> {
                         .map(|m| MapSummary {
                             id: m.id,
                             name: m.name.clone(),
-                            map_type: format!("type {}", m.map_type),
+                            map_type: bpfinfo::map_type_name(m.map_type)
+                                .map_or_else(|| format!("type {}", m.map_type), str::to_string),
                             key_size: m.key_size,
                             value_size: m.value_size,
                             max_entries: m.max_entries,
@@ -312,6 +318,10 @@ pub fn summarize(p: &Profile, filters: &Filters) -> Option<BpfSummary> {
                 loaded_at: ev.and_then(|e| e.loaded_at).map(secs),
                 unloaded_at: ev.and_then(|e| e.unloaded_at).map(secs),
                 load_time_ns: info.map(|i| i.load_time).filter(|&t| t > 0),
+                loaded: dated(info, meta).map(|(wall, _)| crate::utc::utc(wall / 1_000_000_000)),
+                loaded_before_s: dated(info, meta)
+                    .map(|(_, before)| before as f64 / 1e9)
+                    .filter(|_| ev.and_then(|e| e.loaded_at).is_none()),
                 loader_pid: ev.and_then(|e| e.loader_pid),
                 loader_comm: ev
                     .and_then(|e| Some((e.loader_pid?, e.loader_tid?)))
@@ -352,6 +362,18 @@ pub fn summarize(p: &Profile, filters: &Filters) -> Option<BpfSummary> {
         stats,
         unattributed: unattributed.into_iter().collect(),
     })
+}
+
+/// A load time as (clock time, time before the recording started), both
+/// in nanoseconds, from the clocks the recorder read as it started.
+fn dated(
+    info: Option<&perfdata::BpfProgInfo>,
+    meta: Option<&perfdata::BpfProgMeta>,
+) -> Option<(u64, u64)> {
+    let load = info.map(|i| i.load_time).filter(|&t| t > 0)?;
+    let (boot, real) = meta?.clock?;
+    let before = boot.saturating_sub(load);
+    Some((real.saturating_sub(before), before))
 }
 
 /// Whether the sampling event's period is in nanoseconds.

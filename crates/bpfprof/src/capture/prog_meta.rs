@@ -18,12 +18,21 @@ pub struct MetaBook {
     pub scan_times: Vec<Duration>,
     /// Why a snapshot failed, said once.
     pub error: Option<String>,
+    /// CLOCK_BOOTTIME and CLOCK_REALTIME at the first snapshot, stored
+    /// with every entry: what dates a program's `load_time` in a report.
+    pub clock: Option<(u64, u64)>,
 }
 
 impl MetaBook {
     /// Take one snapshot and merge it in. Programs gone since an earlier
     /// snapshot keep what it saw; owners and attachments add up.
     pub fn snapshot(&mut self) {
+        if self.clock.is_none() {
+            let real = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            self.clock = Some((bpfinfo::sys::boottime_ns(), real));
+        }
         let t = Instant::now();
         let snap = bpfinfo::sys::prog_meta_snapshot();
         self.scan_times.push(t.elapsed());
@@ -67,7 +76,12 @@ impl MetaBook {
     /// The merged entries of the programs in `ids` (those with an info
     /// entry in the file, where the meta is stored).
     pub fn for_file(&self, ids: impl Iterator<Item = u32>) -> Vec<BpfProgMeta> {
-        ids.filter_map(|id| self.progs.get(&id).cloned()).collect()
+        ids.filter_map(|id| {
+            let mut m = self.progs.get(&id)?.clone();
+            m.clock = self.clock;
+            Some(m)
+        })
+        .collect()
     }
 }
 
@@ -96,6 +110,7 @@ mod tests {
                 ..Default::default()
             }],
             maps: vec![],
+            clock: None,
         }
     }
 
