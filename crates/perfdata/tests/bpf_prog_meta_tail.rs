@@ -50,6 +50,7 @@ fn meta(id: u32) -> BpfProgMeta {
             max_entries: 1024,
             map_flags: 1,
         }],
+        clock: None,
     }
 }
 
