@@ -133,14 +133,17 @@ enum Class {
 #[derive(Debug, Clone, Copy)]
 enum Outcome {
     Nothing,
+    /// `calls`: a range of [`Walker::calls`], the call sites of the
+    /// program's frames above the leaf (a sub-program's caller, a helper's).
     Own {
         prog: u32,
         site: Option<u32>,
+        calls: (u32, u32),
     },
     Called {
         prog: u32,
         site: Option<u32>,
-        call: Option<(BpfSymId, u32)>,
+        calls: (u32, u32),
     },
     Hook {
         site: u32,
@@ -154,6 +157,8 @@ struct Walker<'p> {
     classes: Vec<Option<Class>>,
     sites: Vec<SiteKey>,
     site_ids: FxHashMap<SiteKey, u32>,
+    /// Call sites (registration, return-address offset) of the outcomes.
+    calls: Vec<(BpfSymId, u32)>,
 }
 
 impl<'p> Walker<'p> {
@@ -201,8 +206,9 @@ impl<'p> Walker<'p> {
         let p = self.p;
         let mut node = leaf;
         let mut depth = 0;
-        // (program, depth, registration, node) of the innermost program frame.
-        let mut prog: Option<(u32, u32, BpfSymId, u32)> = None;
+        // (program, depth) of the innermost program frame.
+        let mut prog: Option<(u32, u32)> = None;
+        let first_call = self.calls.len() as u32;
         let mut dispatch: Option<(Attach, bool)> = None;
         let mut from_caller: Option<Attach> = None;
         let mut clock = false;
@@ -224,11 +230,18 @@ impl<'p> Walker<'p> {
                         clock |= bpf_hooks::is_stats_clock(&p.sym.syms[frame.sym as usize].name);
                     }
                 }
-                Class::Prog(id, b) => match prog {
-                    None if dispatch.is_none() => prog = Some((id, depth, b, node)),
-                    Some((same, ..)) if same == id => {}
-                    _ => break,
-                },
+                Class::Prog(id, b) => {
+                    match prog {
+                        None if dispatch.is_none() => prog = Some((id, depth)),
+                        Some((same, _)) if same == id => {}
+                        _ => break,
+                    }
+                    if depth > 0 {
+                        if let Some(&off) = p.bpf_offsets.get(&node) {
+                            self.calls.push((b, off));
+                        }
+                    }
+                }
                 Class::BpfUnknown => break,
                 Class::Hook(role, s) => match role {
                     Role::Dispatch(a) | Role::DispatchFromCaller(a) => {
@@ -255,13 +268,10 @@ impl<'p> Walker<'p> {
             node = parent;
             depth += 1;
         }
+        let calls = (first_call, self.calls.len() as u32);
         match (prog, dispatch) {
-            (Some((prog, 0, ..)), _) => Outcome::Own { prog, site },
-            (Some((prog, _, b, n)), _) => Outcome::Called {
-                prog,
-                site,
-                call: p.bpf_offsets.get(&n).map(|&off| (b, off)),
-            },
+            (Some((prog, 0)), _) => Outcome::Own { prog, site, calls },
+            (Some((prog, _)), _) => Outcome::Called { prog, site, calls },
             (None, Some((a, runs))) => Outcome::Hook {
                 site: site.unwrap_or_else(|| self.site((a, String::new()))),
                 stats: clock && runs,
@@ -281,6 +291,7 @@ impl BpfCost {
             classes: vec![None; p.sym.syms.len()],
             sites: Vec::new(),
             site_ids: FxHashMap::default(),
+            calls: Vec::new(),
         };
         let mut cost = BpfCost::default();
         if p.sym.bpf.syms.is_empty() {
@@ -309,18 +320,16 @@ impl BpfCost {
             };
             match out {
                 Outcome::Nothing => {}
-                Outcome::Own { prog, site } => {
-                    cost.progs.entry(prog).or_default().own.merge(*c);
+                Outcome::Own { prog, site, calls } | Outcome::Called { prog, site, calls } => {
+                    let pc = cost.progs.entry(prog).or_default();
+                    match out {
+                        Outcome::Own { .. } => pc.own.merge(*c),
+                        _ => pc.called.merge(*c),
+                    }
                     if let Some(s) = site {
                         learned.push((prog, s, *c));
                     }
-                }
-                Outcome::Called { prog, site, call } => {
-                    cost.progs.entry(prog).or_default().called.merge(*c);
-                    if let Some(s) = site {
-                        learned.push((prog, s, *c));
-                    }
-                    if let Some(k) = call {
+                    for &k in &w.calls[calls.0 as usize..calls.1 as usize] {
                         cost.calls.entry(k).or_default().merge(*c);
                     }
                 }
