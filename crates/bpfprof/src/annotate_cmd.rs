@@ -41,21 +41,17 @@ pub fn run(a: &AnnotateArgs) -> Result<()> {
     // Samples in the helpers and map operations a BPF program calls are
     // charged to its call sites from the call chains, so a file recorded
     // with -g gets the (slower) pass that reads them; without, as before.
-    // A first look at the attrs says which (opening is cheap: the data is
-    // read by the profile pass).
-    let callchains = perfdata::PerfFile::open(&a.input.input)
-        .map(|f| {
-            f.attrs()
-                .iter()
-                .any(|x| x.attr.sample_type & perfdata::sample_type::CALLCHAIN != 0)
-        })
-        .unwrap_or(false);
-    let (file, profile) = a.input.profile(ProfileOptions {
-        ip_hits: true,
-        callchains,
-        progress: !a.json,
-        ..Default::default()
-    })?;
+    let file = a.input.open()?;
+    let callchains = bpfprof::analyze::profile::has_callchains(&file);
+    let profile = a.input.build(
+        &file,
+        ProfileOptions {
+            ip_hits: true,
+            callchains,
+            progress: !a.json,
+            ..Default::default()
+        },
+    )?;
     if profile.total.samples == 0 {
         bail!(
             "{} has no samples: nothing to annotate",

@@ -23,14 +23,6 @@ pub struct InputArgs {
 }
 
 impl InputArgs {
-    /// Open the recording and build its profile; `opts` says what to
-    /// aggregate, the symbol sources come from the arguments.
-    pub fn profile(&self, opts: ProfileOptions) -> Result<(perfdata::PerfFile, Profile)> {
-        let file = self.open()?;
-        let profile = self.build(&file, opts)?;
-        Ok((file, profile))
-    }
-
     /// Open the recording.
     pub fn open(&self) -> Result<perfdata::PerfFile> {
         perfdata::PerfFile::open(&self.input).with_context(|| {
