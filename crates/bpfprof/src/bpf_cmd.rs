@@ -69,28 +69,24 @@ fn loaded_at(load_time_ns: u64) -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     let ago = sys::boottime_ns().saturating_sub(load_time_ns);
-    utc(now.saturating_sub(ago) / 1_000_000_000)
+    bpfprof::utc::utc(now.saturating_sub(ago) / 1_000_000_000)
 }
 
-/// `YYYY-MM-DDTHH:MM:SSZ` for seconds since the epoch (civil-from-days).
-fn utc(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+/// The name as bpftool prints it: the kernel keeps 15 bytes of a name, so
+/// a name that long may be cut, and the main function's BTF name is the
+/// whole one.
+fn full_name(info: &perfdata::BpfProgInfo) -> String {
+    if info.name.len() < 15 || info.btf_id == 0 {
+        return info.name.clone();
+    }
+    sys::fetch_prog(info.id, Capture::Symbols)
+        .ok()
+        .and_then(|p| {
+            Program::new(p.info, p.btf.as_deref())
+                .btf_func_name(0)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| info.name.clone())
 }
 
 fn list(json: bool) -> Result<()> {
@@ -131,7 +127,7 @@ fn list(json: bool) -> Result<()> {
                 i.id.to_string(),
                 type_name(i.prog_type),
                 i.tag_hex(),
-                i.name.clone(),
+                full_name(i),
                 i.jited_prog_len.to_string(),
                 i.xlated_prog_len.to_string(),
                 i.nr_jited_ksyms.to_string(),
@@ -185,7 +181,7 @@ fn list_json(i: &perfdata::BpfProgInfo) -> serde_json::Value {
         "id": i.id,
         "type": type_name(i.prog_type),
         "tag": i.tag_hex(),
-        "name": i.name,
+        "name": full_name(i),
         "jited_size": i.jited_prog_len,
         "xlated_size": i.xlated_prog_len,
         "subprogs": i.nr_jited_ksyms,
@@ -213,7 +209,7 @@ fn show(id: u32, xlated: bool, jited: bool, linum: bool) -> Result<()> {
         "{}: {}  name {}  tag {}  btf_id {}",
         i.id,
         type_name(i.prog_type),
-        i.name,
+        prog.btf_func_name(0).unwrap_or(&i.name),
         i.tag_hex(),
         i.btf_id
     );
