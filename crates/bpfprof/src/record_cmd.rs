@@ -54,7 +54,8 @@ pub struct RecordArgs {
     #[arg(long = "no-bpf-event")]
     pub no_bpf_event: bool,
     /// Turn on the kernel's BPF run-time stats for the recording and store
-    /// each program's run count and time over it (costs ~20 ns per run).
+    /// each program's run count and time over it (they cost two clock reads
+    /// per run; `report --bpf` measures it from a -g recording).
     #[arg(long = "bpf-stats")]
     pub bpf_stats: bool,
     /// Run a built-in BPF demo workload (a generated program on the getpid
