@@ -121,7 +121,11 @@ fn parts_of_a_bpftrace_programs_cost_agree_with_perf() {
     let parts = |p: &Value, k: &str| p["samples"][k].as_u64().unwrap();
 
     let (samples, own, called) = perf_parts(&data, pid);
-    assert_eq!(v["total"]["samples"].as_u64(), Some(samples), "samples in view");
+    assert_eq!(
+        v["total"]["samples"].as_u64(),
+        Some(samples),
+        "samples in view"
+    );
     assert!(own > 0 && called > 0, "perf sees the program and its calls");
     assert_eq!(parts(hot, "self"), own, "self vs perf: {hot}");
     assert_eq!(parts(hot, "called"), called, "called vs perf: {hot}");
