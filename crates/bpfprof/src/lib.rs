@@ -8,6 +8,7 @@
 
 pub mod analyze;
 pub mod capture;
+pub mod export;
 mod huge_vec;
 pub mod parallel;
 pub mod progress;

@@ -2,6 +2,7 @@
 
 mod annotate_cmd;
 mod bpf_cmd;
+mod export_cmd;
 mod input_args;
 mod record_cmd;
 mod report_cmd;
@@ -29,6 +30,8 @@ enum Cmd {
     Annotate(annotate_cmd::AnnotateArgs),
     /// Record a profile (all CPUs, processes or a command), BPF programs included.
     Record(record_cmd::RecordArgs),
+    /// Write a recording as collapsed stacks, a flame graph SVG or pprof.
+    Export(export_cmd::ExportArgs),
 }
 
 fn main() {
@@ -39,7 +42,7 @@ fn main() {
     if matches!(&cli.cmd, Cmd::Report(a) if !a.callchains()) {
         bpfprof::capture::sys::rerun_with_huge_heaps();
     }
-    if matches!(cli.cmd, Cmd::Report(_) | Cmd::Annotate(_)) {
+    if matches!(cli.cmd, Cmd::Report(_) | Cmd::Annotate(_) | Cmd::Export(_)) {
         bpfprof::capture::sys::keep_big_blocks_in_heap();
     }
     let r = match &cli.cmd {
@@ -47,6 +50,7 @@ fn main() {
         Cmd::Annotate(a) => annotate_cmd::run(a).map(|_| 0),
         Cmd::Bpf(a) => bpf_cmd::run(a).map(|_| 0),
         Cmd::Record(a) => record_cmd::run(a),
+        Cmd::Export(a) => export_cmd::run(a).map(|_| 0),
     };
     match r {
         Ok(code) => std::process::exit(code),
