@@ -25,12 +25,21 @@ pub struct InputArgs {
 impl InputArgs {
     /// Open the recording.
     pub fn open(&self) -> Result<perfdata::PerfFile> {
-        perfdata::PerfFile::open(&self.input).with_context(|| {
-            format!(
-                "cannot read {} (record one with `bpfprof record`)",
-                self.input.display()
-            )
-        })
+        match perfdata::PerfFile::open(&self.input) {
+            Ok(f) => Ok(f),
+            // The first thing a newcomer sees: what is missing and the two
+            // ways out, in one line, without the OS error's words.
+            Err(perfdata::Error::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                anyhow::bail!(
+                    "{}: no such file; record one with `bpfprof record`, or name another with -i FILE",
+                    self.input.display()
+                )
+            }
+            // The error names the file (and the OS error is its source).
+            Err(e) => Err(e).context("cannot read the recording"),
+        }
     }
 
     /// Build the profile of an opened recording.

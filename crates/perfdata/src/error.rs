@@ -7,7 +7,9 @@ use std::path::PathBuf;
 /// can look at the bytes with `xxd -s OFFSET`.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{path}: {source}")]
+    /// The OS error is the source, not part of the text: callers print the
+    /// chain (`{:#}` in anyhow), and saying it in both printed it twice.
+    #[error("{}", path.display())]
     Io {
         path: PathBuf,
         #[source]
