@@ -9,11 +9,13 @@ mod attr;
 pub(crate) mod fetch;
 mod links;
 pub(crate) mod load;
+mod map_list;
 mod maps;
 mod names;
 mod objinfo;
 mod owners;
 pub(crate) mod perf;
+mod pinned;
 mod prog_meta;
 
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -21,8 +23,10 @@ use std::os::fd::{FromRawFd, OwnedFd};
 pub use fetch::{fetch_prog, fetch_prog_fd, Capture, LiveProg};
 pub use links::{link_type_name, links, LinkInfo};
 pub use load::TestRunResult;
+pub use map_list::{map_info, maps, MapInfo};
 pub use maps::{map_meta, prog_map_ids};
 pub use owners::{scan_proc, PerfAttach, ProcScan};
+pub use pinned::{fdinfo, memlock, pinned, prog_memlock, Pinned};
 pub use prog_meta::prog_meta_snapshot;
 
 use crate::Error;
@@ -32,8 +36,10 @@ use attr::Attr;
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Cmd {
     ProgLoad = 5,
+    ObjGet = 7,
     ProgTestRun = 10,
     ProgGetNextId = 11,
+    MapGetNextId = 12,
     ProgGetFdById = 13,
     MapGetFdById = 14,
     ObjGetInfoByFd = 15,
@@ -51,6 +57,8 @@ impl Cmd {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Cmd::ProgLoad => "bpf(BPF_PROG_LOAD)",
+            Cmd::ObjGet => "bpf(BPF_OBJ_GET)",
+            Cmd::MapGetNextId => "bpf(BPF_MAP_GET_NEXT_ID)",
             Cmd::ProgTestRun => "bpf(BPF_PROG_TEST_RUN)",
             Cmd::ProgGetNextId => "bpf(BPF_PROG_GET_NEXT_ID)",
             Cmd::ProgGetFdById => "bpf(BPF_PROG_GET_FD_BY_ID)",
