@@ -1,13 +1,22 @@
-//! `bpfprof bpf`: the loaded BPF programs, as the kernel describes them.
+//! `bpfprof bpf`: the loaded BPF programs, maps and links, as the kernel
+//! describes them.
 //!
-//! `bpf list` is a table like `bpftool prog show` (or JSON); `bpf show ID`
-//! shows one program's sub-programs with their addresses, names and source
-//! files, and optionally its bytecode and machine code with source lines.
+//! `bpf list` is a table like `bpftool prog show` (or JSON); `bpf show`
+//! takes a program as bpftool does (`ID`, `name NAME`, `tag TAG`, `pinned
+//! PATH`) and shows its sub-programs with their addresses, names and
+//! source files, and optionally its bytecode and machine code with source
+//! lines. `bpf map` and `bpf link` list and show maps and links.
+
+mod columns;
+mod link_cmd;
+mod map_cmd;
+mod prog_list;
+mod select;
 
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
-use bpfinfo::sys::{self, Capture, LiveProg};
+use bpfinfo::sys::{self, Capture};
 use bpfinfo::{disassemble, listing, prog_type_name, Arch, Kallsyms, Program, Syntax};
 
 /// Arguments of `bpfprof bpf`.
@@ -21,18 +30,23 @@ pub struct BpfArgs {
 /// The `bpfprof bpf` sub-commands.
 #[derive(clap::Subcommand, Debug)]
 pub enum BpfCommand {
-    /// List loaded BPF programs: id, type, tag, name, sizes, sub-programs,
-    /// load time, owner and (when statistics are on) run count and time.
+    /// List loaded BPF programs: id, type, tag, name, sizes, memlock,
+    /// sub-programs, maps, GPL, BTF, load time, owner, owning processes and
+    /// (when statistics are on) run count and time.
     List {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
-    /// Show one program: its sub-programs and source files, and optionally
-    /// its bytecode and machine code.
+    /// Show programs: their sub-programs and source files, and optionally
+    /// their bytecode and machine code. Programs are named as bpftool names
+    /// them: `ID`, `id ID`, `name NAME`, `tag TAG` or `pinned PATH`; every
+    /// match is shown.
     Show {
-        /// The program id (from `bpfprof bpf list`).
-        id: u32,
+        /// `ID` (from `bpfprof bpf list`), `id ID`, `name NAME`, `tag TAG`
+        /// or `pinned PATH`.
+        #[arg(required = true, num_args = 1..=2, value_name = "PROG")]
+        prog: Vec<String>,
         /// Print the bytecode as `bpftool prog dump xlated` does, with
         /// source lines.
         #[arg(long)]
@@ -44,18 +58,39 @@ pub enum BpfCommand {
         #[arg(long)]
         linum: bool,
     },
+    /// BPF maps: `bpf map list`, `bpf map show ID`.
+    Map {
+        #[command(subcommand)]
+        command: map_cmd::MapCommand,
+    },
+    /// BPF links: `bpf link list`, `bpf link show ID`.
+    Link {
+        #[command(subcommand)]
+        command: link_cmd::LinkCommand,
+    },
 }
 
 /// Run `bpfprof bpf ...`.
 pub fn run(args: &BpfArgs) -> Result<()> {
     match &args.command {
-        BpfCommand::List { json } => list(*json),
+        BpfCommand::List { json } => prog_list::list(*json),
         BpfCommand::Show {
-            id,
+            prog,
             xlated,
             jited,
             linum,
-        } => show(*id, *xlated, *jited, *linum),
+        } => {
+            let sel = select::parse(prog, &["name", "tag", "pinned"], "bpf show")?;
+            for (n, id) in select::prog_ids(&sel)?.into_iter().enumerate() {
+                if n > 0 {
+                    println!();
+                }
+                show(id, *xlated, *jited, *linum)?;
+            }
+            Ok(())
+        }
+        BpfCommand::Map { command } => map_cmd::run(command),
+        BpfCommand::Link { command } => link_cmd::run(command),
     }
 }
 
@@ -89,114 +124,19 @@ fn full_name(info: &perfdata::BpfProgInfo) -> String {
         .unwrap_or_else(|| info.name.clone())
 }
 
-fn list(json: bool) -> Result<()> {
-    let mut progs: Vec<LiveProg> = Vec::new();
-    for (id, r) in sys::walk_progs(Capture::Summary) {
-        match r {
-            Ok(p) => progs.push(p),
-            // Unloaded between listing and fetching: nothing to show.
-            Err(bpfinfo::Error::Gone { .. }) => {}
-            Err(e) if id == 0 => return Err(e).context("listing BPF programs"),
-            Err(e) => eprintln!("bpfprof: BPF program {id}: {e}"),
-        }
-    }
-    if json {
-        let rows: Vec<serde_json::Value> = progs.iter().map(|p| list_json(&p.info)).collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-        return Ok(());
-    }
-    let header = [
-        "ID",
-        "TYPE",
-        "TAG",
-        "NAME",
-        "JITED",
-        "XLATED",
-        "SUBS",
-        "LOADED AT",
-        "UID",
-        "RUN_CNT",
-        "RUN_TIME_NS",
-    ];
-    let rows: Vec<[String; 11]> = progs
-        .iter()
-        .map(|p| {
-            let i = &p.info;
-            let stats = i.run_cnt != 0 || i.run_time_ns != 0;
-            [
-                i.id.to_string(),
-                type_name(i.prog_type),
-                i.tag_hex(),
-                full_name(i),
-                i.jited_prog_len.to_string(),
-                i.xlated_prog_len.to_string(),
-                i.nr_jited_ksyms.to_string(),
-                loaded_at(i.load_time),
-                i.created_by_uid.to_string(),
-                if stats {
-                    i.run_cnt.to_string()
-                } else {
-                    "-".into()
-                },
-                if stats {
-                    i.run_time_ns.to_string()
-                } else {
-                    "-".into()
-                },
-            ]
-        })
-        .collect();
-    let mut widths = header.map(str::len);
-    for r in &rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.len());
-        }
-    }
-    let line = |cells: &[&str]| {
-        let mut s = String::new();
-        for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
-            // Numbers right-aligned, text left-aligned.
-            let right = matches!(i, 0 | 4 | 5 | 6 | 8 | 9 | 10);
-            if right {
-                s.push_str(&format!("{c:>w$}  "));
-            } else {
-                s.push_str(&format!("{c:<w$}  "));
-            }
-        }
-        println!("{}", s.trim_end());
-    };
-    line(&header);
-    for r in &rows {
-        line(&r.each_ref().map(String::as_str));
-    }
-    if rows.is_empty() {
-        println!("(no BPF programs loaded)");
-    }
-    Ok(())
-}
-
-fn list_json(i: &perfdata::BpfProgInfo) -> serde_json::Value {
-    let stats = i.run_cnt != 0 || i.run_time_ns != 0;
-    serde_json::json!({
-        "id": i.id,
-        "type": type_name(i.prog_type),
-        "tag": i.tag_hex(),
-        "name": full_name(i),
-        "jited_size": i.jited_prog_len,
-        "xlated_size": i.xlated_prog_len,
-        "subprogs": i.nr_jited_ksyms,
-        "loaded_at": loaded_at(i.load_time),
-        "load_time_ns": i.load_time,
-        "uid": i.created_by_uid,
-        "btf_id": i.btf_id,
-        "nr_map_ids": i.nr_map_ids,
-        "run_cnt": stats.then_some(i.run_cnt),
-        "run_time_ns": stats.then_some(i.run_time_ns),
-    })
-}
-
 fn show(id: u32, xlated: bool, jited: bool, linum: bool) -> Result<()> {
-    let live = sys::fetch_prog(id, Capture::Full).with_context(|| format!("BPF program {id}"))?;
+    let live = match sys::fetch_prog(id, Capture::Full) {
+        Ok(l) => l,
+        // The id names no program: never loaded, or unloaded since.
+        Err(bpfinfo::Error::Gone { .. }) => {
+            anyhow::bail!("no BPF program with id {id} is loaded (see `bpfprof bpf list`)")
+        }
+        // The error names the program already.
+        Err(e @ (bpfinfo::Error::NotJited { .. } | bpfinfo::Error::AddressesHidden { .. })) => {
+            return Err(e.into())
+        }
+        Err(e) => return Err(e).with_context(|| format!("BPF program {id}")),
+    };
     for w in &live.warnings {
         eprintln!("bpfprof: warning: BPF program {id}: {w}");
     }
@@ -239,7 +179,7 @@ fn show(id: u32, xlated: bool, jited: bool, linum: bool) -> Result<()> {
     for s in prog.subprogs() {
         let src: Vec<String> = files[s.index]
             .iter()
-            .map(|(f, n)| format!("{f} ({n} lines)"))
+            .map(|(f, n)| format!("{f} ({})", columns::plural(*n, "line", "lines")))
             .collect();
         println!(
             "  {:>2}  {:#018x}  {:>6}  {:<20}  {}  {}",
