@@ -28,17 +28,80 @@ pub struct ReportOptions {
     pub bpf_summary: bool,
 }
 
+/// The `# Samples:` count as perf prints it: perf's `convert_unit`
+/// (tools/perf/util/units.c) divides by 1000 while the value is above
+/// 1000 and appends K, M or G, or a space when there is no unit, so 999
+/// prints `999 `, 1000 `1000 ` and 5669 `5K`.
 fn fmt_count(n: u64) -> String {
-    if n >= 10_000_000 {
-        format!("{}M", n / 1_000_000)
-    } else if n >= 10_000 {
-        format!("{}K", n / 1000)
-    } else {
-        n.to_string()
+    let mut v = n;
+    let mut unit = ' ';
+    for u in ['K', 'M', 'G'] {
+        if v > 1000 {
+            v /= 1000;
+            unit = u;
+        }
     }
+    format!("{v}{unit}")
 }
 
+/// The width to cut table lines to: the terminal's when standard output
+/// is one, as perf decides it (tools/perf/util/term.c
+/// `get_term_dimensions`: `COLUMNS`, else the window size, else 80);
+/// None into a file or a pipe, which get every name whole.
+pub fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    if let Some(c) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0)
+    {
+        return Some(c);
+    }
+    let mut ws = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one `winsize` through the pointer, which
+    // points at a live, writable one.
+    let r = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) };
+    Some(if r == 0 && ws.ws_col > 0 {
+        ws.ws_col as usize
+    } else {
+        80
+    })
+}
+
+/// `s` in at most `n` characters; a cut one ends in `…`, so a name that
+/// is cut is never mistaken for a whole one.
+fn cut(s: &str, n: usize) -> std::borrow::Cow<'_, str> {
+    if s.chars().count() <= n {
+        return s.into();
+    }
+    let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+    if n > 0 {
+        t.push('…');
+    }
+    t.into()
+}
+
+/// The text report; on a terminal, lines are cut to its width.
 pub fn stdio(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Result<()> {
+    stdio_width(p, o, terminal_width(), out)
+}
+
+/// The text report with table lines cut to `width` characters (None:
+/// never cut).
+pub fn stdio_width(
+    p: &Profile,
+    o: &ReportOptions,
+    width: Option<usize>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     for w in &p.warnings {
         writeln!(out, "# warning: {w}")?;
     }
@@ -82,13 +145,42 @@ pub fn stdio(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Re
     }
     writeln!(out, "#")?;
     let rows = table::group(p, &o.keys, &o.filters, o.children);
-    main_table(p, o, &rows, out)
+    main_table(p, o, &rows, width, out)
+}
+
+/// Column widths that fit `width` characters after the counts: the
+/// columns before the last are narrowed (not below their header) only
+/// when the line would not fit, and the last gets what is left. Returns
+/// the widths and the room for the last column's text.
+fn fit_widths(
+    keys: &[SortKey],
+    widths: &mut [usize],
+    children: bool,
+    width: Option<usize>,
+) -> Option<usize> {
+    let width = width?;
+    // The counts: "  {:>7.2}%" per percentage, then "  {:>8}".
+    let counts = if children { 30 } else { 20 };
+    let avail = width.saturating_sub(counts);
+    let n = widths.len();
+    if n == 0 {
+        return Some(avail);
+    }
+    let used = |w: &[usize]| -> usize { w[..n - 1].iter().map(|w| w + 2).sum() };
+    if used(widths) + 2 + keys[n - 1].header().len() > avail {
+        let cap = avail / (n + 1);
+        for (w, k) in widths[..n - 1].iter_mut().zip(keys) {
+            *w = (*w).min(cap.max(k.header().len()));
+        }
+    }
+    Some(avail.saturating_sub(used(widths) + 2))
 }
 
 fn main_table(
     p: &Profile,
     o: &ReportOptions,
     rows: &[Row],
+    width: Option<usize>,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     let visible: Vec<&Row> = rows
@@ -102,6 +194,7 @@ fn main_table(
     for part in &parts {
         part.widen(&mut widths);
     }
+    let last_room = fit_widths(&o.keys, &mut widths, o.children, width);
     let last = o.keys.len().saturating_sub(1);
     let mut head = String::from("# ");
     let mut dots = String::from("# ");
@@ -123,7 +216,10 @@ fn main_table(
         head += &format!("  {:<w$}", k.header());
         dots += &format!("  {}", ".".repeat(w));
     }
-    writeln!(out, "{}\n{}\n#", head.trim_end(), dots)?;
+    match width {
+        Some(w) => writeln!(out, "{}\n{}\n#", cut(head.trim_end(), w), cut(&dots, w))?,
+        None => writeln!(out, "{}\n{}\n#", head.trim_end(), dots)?,
+    }
     // Only rows at or above the graph's threshold can print a branch; the
     // others print the empty line that ends a graph (every sample has a
     // stack, so a row with samples has one).
@@ -146,7 +242,7 @@ fn main_table(
             let mut text = String::with_capacity(rows * line_len);
             for part in parts {
                 for i in 0..part.rows.len() {
-                    part.push_line(p, i, &widths, &mut text);
+                    part.push_line(p, i, &widths, last_room, &mut text);
                 }
             }
             text
@@ -172,7 +268,7 @@ fn main_table(
     for part in &parts {
         for (i, r) in part.rows.iter().enumerate() {
             line.clear();
-            part.push_line(p, i, &widths, &mut line);
+            part.push_line(p, i, &widths, last_room, &mut line);
             out.write_all(line.as_bytes())?;
             match graphs.get(&table::group_key(&o.keys, p, &r.key)) {
                 Some(text) => out.write_all(text)?,
@@ -239,7 +335,16 @@ impl<'a> Cells<'a> {
         counts + widths.iter().map(|w| w + 2).sum::<usize>() + 1
     }
 
-    fn push_line(&self, p: &Profile, n: usize, widths: &[usize], line: &mut String) {
+    /// Cells wider than their column are cut, and the last to
+    /// `last_room`, when the line must fit a terminal (`last_room` set).
+    fn push_line(
+        &self,
+        p: &Profile,
+        n: usize,
+        widths: &[usize],
+        last_room: Option<usize>,
+        line: &mut String,
+    ) {
         use std::fmt::Write as _;
         let r = self.rows[n];
         if let Some(ch) = r.children {
@@ -253,9 +358,13 @@ impl<'a> Cells<'a> {
         );
         let last = widths.len().saturating_sub(1);
         for (i, &w) in widths.iter().enumerate() {
-            let c = self.cell(n * self.keys.len() + i);
+            let whole = self.cell(n * self.keys.len() + i);
+            let c = match last_room {
+                Some(room) => cut(whole, if i == last { room } else { w }),
+                None => whole.into(),
+            };
             line.push_str("  ");
-            line.push_str(c);
+            line.push_str(&c);
             if i != last {
                 let pad = w.saturating_sub(c.chars().count());
                 line.extend(std::iter::repeat_n(' ', pad));
@@ -276,9 +385,62 @@ struct JsonRow {
     pid: Option<u32>,
     dso: Option<String>,
     symbol: Option<String>,
-    kernel: bool,
+    /// True when all the row's samples are in kernel code, false when
+    /// none are, null when it holds both (e.g. the `-` row of
+    /// `--sort bpf_prog`); `kernel_samples` says how many.
+    kernel: Option<bool>,
+    /// Of `samples`, those in kernel code (the kernel, modules, BPF).
+    kernel_samples: u64,
+    /// The program all the row's samples are in; null when some are in
+    /// no BPF program, or in several.
     bpf_prog_id: Option<u32>,
+    /// The one sub-program all the row's samples are in; null when the
+    /// row sums several (see `bpf_subprogs`).
     bpf_subprog: Option<u32>,
+    /// Every sub-program of `bpf_prog_id` the row sums, ascending.
+    bpf_subprogs: Option<Vec<u32>>,
+}
+
+/// What the samples of one output row are: found over the raw rows it
+/// sums, because its representative key speaks for one of them only.
+#[derive(Default)]
+struct RowFacts {
+    kernel_samples: u64,
+    user: bool,
+    kernel: bool,
+    outside_bpf: bool,
+    progs: std::collections::BTreeSet<(u32, u32)>,
+}
+
+impl RowFacts {
+    fn add(&mut self, p: &Profile, k: &super::profile::RowKey, samples: u64) {
+        if table::is_kernel_sym(p, k) {
+            self.kernel = true;
+            self.kernel_samples += samples;
+        } else {
+            self.user = true;
+        }
+        match bpf_prog_of(p, k) {
+            Some(b) => {
+                self.progs.insert(b);
+            }
+            None => self.outside_bpf = true,
+        }
+    }
+
+    fn fill(&self, row: &mut JsonRow) {
+        row.kernel = (self.kernel != self.user).then_some(self.kernel);
+        row.kernel_samples = self.kernel_samples;
+        let mut ids = self.progs.iter().map(|b| b.0);
+        let first = ids.next();
+        let one_prog = first.filter(|&f| !self.outside_bpf && ids.all(|i| i == f));
+        row.bpf_prog_id = one_prog;
+        row.bpf_subprogs = one_prog.map(|_| self.progs.iter().map(|b| b.1).collect());
+        row.bpf_subprog = match row.bpf_subprogs.as_deref() {
+            Some([one]) => Some(*one),
+            _ => None,
+        };
+    }
 }
 
 /// `report --bpf --json`: the BPF view's fields at the top level.
@@ -315,13 +477,21 @@ pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Res
     }
     let rows = table::group(p, &o.keys, &o.filters, o.children);
     let has = |k| o.keys.contains(&k);
+    let mut facts: FxHashMap<table::GroupKey, RowFacts> = FxHashMap::default();
+    for (k, c) in &p.rows {
+        if o.filters.keep(p, k) {
+            facts
+                .entry(table::group_key(&o.keys, p, k))
+                .or_default()
+                .add(p, k, c.samples);
+        }
+    }
     let json_rows = rows
         .iter()
         .filter(|r| p.percent(&r.children.unwrap_or(r.counts)) >= o.percent_limit)
         .map(|r| {
             let s = &p.sym.syms[r.key.frame.sym as usize];
-            let bpf = bpf_prog_of(p, &r.key);
-            JsonRow {
+            let mut row = JsonRow {
                 overhead: p.percent(&r.counts),
                 children: r.children.map(|c| p.percent(&c)),
                 samples: r.counts.samples,
@@ -330,10 +500,23 @@ pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Res
                 pid: has(SortKey::Pid).then_some(r.key.tid),
                 dso: has(SortKey::Dso).then(|| p.sym.dsos[r.key.frame.dso as usize].short.clone()),
                 symbol: has(SortKey::Sym).then(|| s.name.clone()),
-                kernel: p.sym.dsos[s.dso as usize].is_kernel(),
-                bpf_prog_id: bpf.map(|b| b.0),
-                bpf_subprog: bpf.map(|b| b.1),
+                kernel: None,
+                kernel_samples: 0,
+                bpf_prog_id: None,
+                bpf_subprog: None,
+                bpf_subprogs: None,
+            };
+            match facts.get(&table::group_key(&o.keys, p, &r.key)) {
+                Some(f) => f.fill(&mut row),
+                // A row of callers only (`--children`): no samples of its
+                // own, so what it is comes from its key alone.
+                None => {
+                    let mut f = RowFacts::default();
+                    f.add(p, &r.key, 0);
+                    f.fill(&mut row);
+                }
             }
+            row
         })
         .collect();
     let report = JsonReport {

@@ -93,6 +93,15 @@ pub fn group_key(keys: &[SortKey], p: &Profile, k: &RowKey) -> GroupKey {
     out
 }
 
+/// Whether a row's symbol is kernel code, as the `[k]` / `[.]` marker
+/// says: a kernel image or module, or an address in the kernel's half
+/// where no image is known (perf's rule too).
+pub fn is_kernel_sym(p: &Profile, k: &RowKey) -> bool {
+    let s = &p.sym.syms[k.frame.sym as usize];
+    let d = &p.sym.dsos[s.dso as usize];
+    d.is_kernel() || (d.kind == DsoKind::Unknown && s.start >= crate::symbolize::KERNEL_START)
+}
+
 /// The BPF program and sub-program a row's symbol belongs to.
 pub fn bpf_prog_of(p: &Profile, k: &RowKey) -> Option<(u32, u32)> {
     let s = &p.sym.syms[k.frame.sym as usize];
@@ -241,10 +250,8 @@ pub fn push_column(p: &Profile, key: SortKey, k: &RowKey, out: &mut String) {
         }
         SortKey::Dso => out.write_str(&p.sym.dsos[k.frame.dso as usize].short),
         SortKey::Sym => {
+            let kernel = is_kernel_sym(p, k);
             let s = &p.sym.syms[k.frame.sym as usize];
-            let kernel = p.sym.dsos[s.dso as usize].is_kernel()
-                || (p.sym.dsos[s.dso as usize].kind == DsoKind::Unknown
-                    && s.start >= crate::symbolize::KERNEL_START);
             write!(out, "[{}] {}", if kernel { 'k' } else { '.' }, s.name)
         }
         SortKey::BpfProg => match bpf_prog_of(p, k) {
