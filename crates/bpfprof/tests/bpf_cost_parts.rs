@@ -41,9 +41,45 @@ fn bpftrace(script: &str) -> Bpftrace {
     Bpftrace(child)
 }
 
-/// perf script's stacks of one process: (leaf is a program, a program is
-/// further up the kernel stack) per sample.
-fn perf_parts(data: &std::path::Path, pid: u32) -> (u64, u64, u64) {
+/// The programs a process attached through perf events, as `bpftool perf
+/// show` lists them: (program id, tag, tracepoint).
+fn attached_by(pid: u32) -> Vec<(u64, String, String)> {
+    let perf: Value = serde_json::from_str(&support::stdout(
+        Command::new("bpftool").args(["perf", "show", "-j"]),
+    ))
+    .unwrap();
+    let ids: Vec<(u64, String)> = perf
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["pid"].as_u64() == Some(pid as u64))
+        .filter_map(|a| {
+            Some((
+                a["prog_id"].as_u64()?,
+                a["tracepoint"].as_str()?.to_string(),
+            ))
+        })
+        .collect();
+    ids.into_iter()
+        .map(|(id, tp)| {
+            let p: Value = serde_json::from_str(&support::stdout(Command::new("bpftool").args([
+                "prog",
+                "show",
+                "id",
+                &id.to_string(),
+                "-j",
+            ])))
+            .unwrap();
+            (id, p["tag"].as_str().unwrap().to_string(), tp)
+        })
+        .collect()
+}
+
+/// perf script's stacks of one process: (samples, leaf in the program,
+/// the program further up the kernel stack). The kernel names a
+/// single-function program `bpf_prog_<tag>_<name>`, with bpftool's tag.
+fn perf_parts(data: &std::path::Path, pid: u32, tag: &str) -> (u64, u64, u64) {
+    let ours = format!("bpf_prog_{tag}_");
     let text = support::stdout(
         Command::new("perf")
             .args(["script", "-F", "pid,ip,sym", "--pid"])
@@ -59,7 +95,7 @@ fn perf_parts(data: &std::path::Path, pid: u32) -> (u64, u64, u64) {
             .filter_map(|l| l.split_whitespace().nth(1))
             .collect();
         samples += 1;
-        match frames.iter().position(|f| f.starts_with("bpf_prog_")) {
+        match frames.iter().position(|f| f.starts_with(&ours)) {
             Some(0) => own += 1,
             Some(_) => called += 1,
             None => {}
@@ -78,7 +114,7 @@ fn parts_of_a_bpftrace_programs_cost_agree_with_perf() {
     {
         return;
     }
-    let _bt = bpftrace(
+    let bt = bpftrace(
         "tracepoint:syscalls:sys_enter_getppid { @c[comm, pid] = count(); } \
          tracepoint:syscalls:sys_enter_acct { @a = count(); }",
     );
@@ -110,17 +146,25 @@ fn parts_of_a_bpftrace_programs_cost_agree_with_perf() {
     let v: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["callchains"], Value::Bool(true), "{v}");
     let progs = v["programs"].as_array().expect("programs");
-    let find = |name: &str| {
-        progs
+    // Which of the programs are this bpftrace's, and on which tracepoint,
+    // as bpftool says (other tests may run bpftrace too).
+    let ours = attached_by(bt.0.id());
+    let on = |tp: &str| {
+        let (id, tag, _) = ours
             .iter()
-            .find(|p| p["name"].as_str().is_some_and(|n| n.starts_with(name)))
-            .unwrap_or_else(|| panic!("no program {name}: {v}"))
+            .find(|o| o.2 == tp)
+            .unwrap_or_else(|| panic!("bpftool: no bpftrace program on {tp}: {ours:?}"));
+        let p = progs
+            .iter()
+            .find(|p| p["id"].as_u64() == Some(*id))
+            .unwrap_or_else(|| panic!("no program {id} in the view: {v}"));
+        (p, tag.clone())
     };
-    let hot = find("sys_enter_getpp");
-    let idle = find("sys_enter_acct");
+    let (hot, tag) = on("sys_enter_getppid");
+    let (idle, _) = on("sys_enter_acct");
     let parts = |p: &Value, k: &str| p["samples"][k].as_u64().unwrap();
 
-    let (samples, own, called) = perf_parts(&data, pid);
+    let (samples, own, called) = perf_parts(&data, pid, &tag);
     assert_eq!(
         v["total"]["samples"].as_u64(),
         Some(samples),

@@ -448,7 +448,9 @@ impl BpfCost {
     }
 
     /// The programs at a site: those seen there, else those recorded as
-    /// attached there, else those of the same attach type.
+    /// attached there, else those seen or recorded at a site of the same
+    /// attach type (a hook sample whose site the chain did not show), else
+    /// those whose program type implies that attach type.
     fn programs_at(
         &self,
         p: &Profile,
@@ -459,61 +461,45 @@ impl BpfCost {
             Site::At(s) => k == s,
             Site::SyscallSlowPath => bpf_hooks::is_syscall_site(k),
         };
-        let seen: Vec<u32> = self
-            .progs
-            .iter()
-            .filter(|(_, pc)| pc.seen_at.keys().any(fits))
-            .map(|(&id, _)| id)
-            .collect();
-        if !seen.is_empty() {
-            return seen;
-        }
-        let recorded: Vec<u32> = attached
-            .iter()
-            .filter(|(_, ks)| ks.iter().any(fits))
-            .map(|(&id, _)| id)
-            .collect();
-        if !recorded.is_empty() {
-            return recorded;
-        }
-        // Only the attach type is known (a hook sample without its site,
-        // or a site no program was seen or recorded at): the programs of
-        // that type, if the recording has just those.
-        let Site::At((attach, _)) = site else {
-            return Vec::new();
+        let kind = match site {
+            Site::At((a, _)) => Some(*a),
+            Site::SyscallSlowPath => None,
         };
-        let same_kind = |ks: &[SiteKey]| ks.iter().any(|k| k.0 == *attach);
-        let kind: Vec<u32> = self
-            .progs
-            .iter()
-            .filter(|(_, pc)| same_kind(&pc.seen_at.keys().cloned().collect::<Vec<_>>()))
-            .map(|(&id, _)| id)
-            .chain(
-                attached
-                    .iter()
-                    .filter(|(_, ks)| same_kind(ks))
-                    .map(|(&id, _)| id),
-            )
-            .collect();
-        let mut kind = kind;
-        kind.sort_unstable();
-        kind.dedup();
-        if !kind.is_empty() {
-            return kind;
-        }
-        p.progs
-            .iter()
-            .filter(|(_, r)| {
-                r.info
+        let same_kind = |k: &SiteKey| Some(k.0) == kind;
+        let seen = |f: &dyn Fn(&SiteKey) -> bool| -> Vec<u32> {
+            let at = self.progs.iter().filter(|(_, pc)| pc.seen_at.keys().any(f));
+            at.map(|(&id, _)| id).collect()
+        };
+        let recorded = |f: &dyn Fn(&SiteKey) -> bool| -> Vec<u32> {
+            let at = attached.iter().filter(|(_, ks)| ks.iter().any(f));
+            at.map(|(&id, _)| id).collect()
+        };
+        let mut of_kind = seen(&same_kind);
+        of_kind.extend(recorded(&same_kind));
+        of_kind.sort_unstable();
+        of_kind.dedup();
+        let by_type = || -> Vec<u32> {
+            let implied = |r: &super::profile::ProgRecord| {
+                let a = r
+                    .info
                     .as_ref()
-                    .and_then(|i| bpf_hooks::attach_of_prog_type(i.prog_type))
-                    .is_some_and(|a| {
-                        a == *attach
-                            || (a, *attach) == (Attach::Tracepoint, Attach::SyscallTracepoint)
-                    })
-            })
-            .map(|(&id, _)| id)
-            .collect()
+                    .and_then(|i| bpf_hooks::attach_of_prog_type(i.prog_type));
+                // A tracepoint program is what a syscall tracepoint runs.
+                a.is_some_and(|a| {
+                    Some(a) == kind
+                        || (a, kind) == (Attach::Tracepoint, Some(Attach::SyscallTracepoint))
+                })
+            };
+            p.progs
+                .iter()
+                .filter(|(_, r)| implied(r))
+                .map(|(&id, _)| id)
+                .collect()
+        };
+        [seen(&fits), recorded(&fits), of_kind]
+            .into_iter()
+            .find(|t| !t.is_empty())
+            .unwrap_or_else(by_type)
     }
 }
 
