@@ -24,19 +24,21 @@ pub struct BpfFrame {
 }
 
 impl BpfFrame {
-    /// One line for a tooltip: everything known, in a fixed order.
+    /// One line for a tooltip: the name, then everything known in one
+    /// parenthesis, without nested ones (flame graph scripts take the
+    /// label back from the title by cutting its last parenthesis).
     pub fn describe(&self, name: &str) -> String {
         let mut s = format!(
-            "{name}: BPF program {} {}, tag {}, sub-program {}",
+            "BPF program {} {}, tag {}, sub-program {}",
             self.prog_id, self.prog_name, self.tag, self.sub
         );
         if let Some(f) = &self.func {
-            s += &format!(" ({f})");
+            s += &format!(" {f}");
         }
         if let Some((file, line)) = &self.source {
             s += &format!(", {file}:{line}");
         }
-        s
+        format!("{name} ({})", s.replace('(', "[").replace(')', "]"))
     }
 }
 

@@ -87,7 +87,7 @@ fn note(
     palette.insert(&name, BPF_COLOR);
     let title = match bpf.frame(p, f) {
         Some(b) => b.describe(&name),
-        None => format!("{name}: BPF code (no program recorded)"),
+        None => format!("{name} (BPF code, no program recorded)"),
     };
     let clean = |s: &str| s.replace(['\t', '\n', '"'], " ");
     spec.push_str(&format!(

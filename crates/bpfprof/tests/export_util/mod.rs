@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod chromium;
+
 use crate::support;
 
 /// bpftrace, killed and reaped when dropped so a failing test unloads it.
