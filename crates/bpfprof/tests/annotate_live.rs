@@ -340,21 +340,22 @@ fn xlated_view_carries_the_loop_shares() {
                 .any(|(n, t)| l["line"].as_u64() == Some(*n as u64) && l["text"] == *t)
         })
     };
-    let hot = rows
-        .iter()
-        .max_by_key(|x| x["samples"].as_u64().unwrap())
-        .unwrap();
+    // A line's samples sit on the line's first instruction, marked as the
+    // line's: `line_samples`, never an instruction's own `samples`.
+    let line_samples = |x: &Value| x["line_samples"].as_u64().unwrap_or(0);
+    assert!(rows.iter().all(|x| x.get("samples").is_none()), "{work}");
+    let hot = rows.iter().max_by_key(|x| line_samples(x)).unwrap();
     assert!(
         is_loop(&hot["line"]),
         "hottest bytecode row {hot} is not on the loop"
     );
-    let sum: u64 = rows.iter().map(|x| x["samples"].as_u64().unwrap()).sum();
+    let sum: u64 = rows.iter().map(line_samples).sum();
     assert_eq!(sum, work["samples"].as_u64().unwrap(), "carried shares");
     // The loop's share in bytecode equals its share in the source view.
     let loop_rows: u64 = rows
         .iter()
         .filter(|x| is_loop(&x["line"]))
-        .map(|x| x["samples"].as_u64().unwrap())
+        .map(line_samples)
         .sum();
     let loop_lines_samples: u64 = lines
         .iter()
@@ -366,6 +367,42 @@ fn xlated_view_carries_the_loop_shares() {
         .map(|l| l["samples"].as_u64().unwrap())
         .sum();
     assert_eq!(loop_rows, loop_lines_samples);
+
+    // The text puts each share on its source line: the lines' samples add
+    // up to the source view's, and no bytecode instruction has a share of
+    // its own (the loop has no calls).
+    let text = support::stdout(
+        support::bpfprof()
+            .args(["annotate", "--xlated", "--prog", &r.id.to_string(), "-i"])
+            .arg(&full),
+    );
+    let block = text
+        .split("\n\n")
+        .find(|b| b.contains(&format!("sub-program 1 ")))
+        .unwrap_or_else(|| panic!("no sub-program 1 in:\n{text}"));
+    let mut per_line: std::collections::BTreeMap<String, u64> = Default::default();
+    for l in block.lines().filter(|l| !l.starts_with('#')) {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        if let Some(at) = l.find("  ; ") {
+            let n: u64 = t[1].parse().unwrap_or_else(|_| panic!("samples in {l:?}"));
+            let key = l[at + 4..].split("  ").next().unwrap().to_string();
+            *per_line.entry(key).or_default() += n;
+        } else {
+            assert!(
+                t.first().is_some_and(|w| w.ends_with(':')),
+                "an instruction row starts with its index, no share: {l:?}"
+            );
+        }
+    }
+    for l in lines {
+        let file = l["file"].as_str().unwrap().rsplit('/').next().unwrap();
+        let key = format!("{file}:{}", l["line"]);
+        assert_eq!(
+            per_line.get(&key).copied().unwrap_or(0),
+            l["samples"].as_u64().unwrap(),
+            "{key}: bytecode view vs source view\n{block}"
+        );
+    }
 
     // Instruction for instruction what bpftool printed while it was loaded.
     if let Some(bt) = &r.bpftool_xlated {

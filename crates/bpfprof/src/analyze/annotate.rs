@@ -63,9 +63,14 @@ pub struct XlatedRow {
     pub index: u32,
     pub text: String,
     pub line: Option<usize>,
-    /// Samples of the JIT instructions of the source line that starts here.
-    pub samples: u64,
-    pub percent: f64,
+    /// Where a line_info entry starts: the samples of that source line's
+    /// JIT code (None on the other instructions). They belong to the line,
+    /// not to this instruction: the line tables map JIT code to lines, and
+    /// no table says which bytecode instruction a JIT instruction came
+    /// from.
+    pub line_samples: Option<u64>,
+    /// `line_samples` as a share of the function's own samples.
+    pub line_percent: Option<f64>,
     /// Samples in the code this call called, carried from its JIT call
     /// (or, when the JIT call has no xlated partner, to the first
     /// instruction of its source line, as `samples` are).
@@ -401,9 +406,9 @@ fn annotate_bpf(
     Target::Annotated(Box::new(a))
 }
 
-/// Bytecode of a sub-program with each source line's JIT samples carried
-/// to the first instruction of that line (the finest the line tables
-/// allow).
+/// Bytecode of a sub-program with each source line's JIT samples on the
+/// first instruction of that line, marked as the line's (the finest the
+/// line tables allow).
 fn xlated_rows(
     prog: &Program,
     sub: u32,
@@ -459,7 +464,7 @@ fn xlated_rows(
         .into_iter()
         .filter(|x| prog.subprog_of_xlated(x.index) == Some(sub as usize))
         .map(|x| {
-            let samples = carried.get(&x.index).copied().unwrap_or(0);
+            let samples = carried.get(&x.index).copied();
             let called = called.get(&x.index).copied().unwrap_or(0);
             let line = prog.line_at_xlated(x.index).and_then(|s| {
                 a.lines
@@ -470,8 +475,8 @@ fn xlated_rows(
                 index: x.index,
                 text: x.text,
                 line,
-                samples,
-                percent: share(samples, a.samples),
+                line_samples: samples,
+                line_percent: samples.map(|n| share(n, a.samples)),
                 called,
                 called_percent: share(called, inclusive),
             }

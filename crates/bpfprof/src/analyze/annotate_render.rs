@@ -179,36 +179,52 @@ fn asm(a: &Annotation, o: &RenderOptions, out: &mut dyn Write) -> std::io::Resul
     Ok(())
 }
 
+/// The bytecode view. A source line's share is printed on the line, since
+/// the JIT code of one line cannot be split among its bytecode
+/// instructions; an instruction shows only what is its own: the samples
+/// in the code its call called.
 fn xlated(a: &Annotation, o: &RenderOptions, out: &mut dyn Write) -> std::io::Result<()> {
     if a.xlated.is_empty() {
         writeln!(out, "# no bytecode in the recording for this function (xlated instructions were not captured)")?;
         return asm(a, o, out);
     }
+    if a.samples > 0 && a.xlated.iter().all(|x| x.line_samples.is_none()) {
+        writeln!(
+            out,
+            "# no source line table for this program (loaded without BTF line info): its {} cannot be placed on bytecode, only its calls' samples are shown; see them per machine instruction without --xlated",
+            if a.samples == 1 { "1 sample" } else { "samples" }
+        )?;
+    }
     writeln!(
         out,
-        "#  Percent  Samples  Bytecode (shares carried from the JIT code, per source line){}",
+        "#  Percent  Samples  Source line, then its bytecode (a line's share is the line's: it cannot be split among its instructions){}",
         called_legend(a)
     )?;
     let mut last = None;
-    for x in &a.xlated {
+    for (i, x) in a.xlated.iter().enumerate() {
         if let Some(li) = x.line.filter(|_| x.line != last) {
             let l = &a.lines[li];
-            writeln!(
-                out,
-                "                    ; {}:{}  {}",
+            // The line's share here: every line_info range of it until
+            // the next line starts (a line can be split around others).
+            let n: u64 = a.xlated[i..]
+                .iter()
+                .take_while(|y| y.line.is_none() || y.line == x.line)
+                .filter_map(|y| y.line_samples)
+                .sum();
+            let pct = share(n, a.samples);
+            let row = format!(
+                "  {pct:>7.2}  {n:>7}  ; {}:{}  {}",
                 short_file(&l.file),
                 l.line,
                 l.text.trim()
-            )?;
+            );
+            writeln!(out, "{}", paint(o.color, pct, &row))?;
         }
         last = x.line.or(last);
-        let row = format!(
-            "  {:>7.2}  {:>7}  {:>4}: {}",
-            x.percent, x.samples, x.index, x.text
-        );
+        let row = format!("                    {:>4}: {}", x.index, x.text);
         // The bytecode names the callee already.
         let suffix = called_suffix(o, x.called, x.called_percent, None);
-        writeln!(out, "{}{suffix}", paint(o.color, x.percent, &row))?;
+        writeln!(out, "{row}{suffix}")?;
     }
     Ok(())
 }
