@@ -542,6 +542,74 @@ fn sort_bpf_prog_sums_the_programs_functions() {
     );
 }
 
+/// `--sort bpf_prog --json`: each row says what all its samples are. The
+/// program's row names every sub-program perf has samples of (by the
+/// KSYMBOL at each sub-program's address), and the `-` row, which holds
+/// all code outside BPF, says it is not all kernel code when perf's table
+/// has user samples, with perf's count of kernel samples.
+#[test]
+fn sort_bpf_prog_json_rows_say_what_they_hold() {
+    let Some(r) = rec() else { return };
+    let (_, _, v) = our_rows(&r.data, "bpf_prog", &[]);
+    let rows = v["rows"].as_array().unwrap();
+    let perf = perf_rows(&r.data, "dso,sym", false, &[]);
+    let names = our_names(r);
+    let subs: Vec<u64> = (0..names.len() as u64)
+        .filter(|&i| {
+            let s = &names[i as usize];
+            perf.iter()
+                .any(|x| x.key == format!("{s} | [k] {s}") && x.samples > 0)
+        })
+        .collect();
+    assert!(!subs.is_empty(), "perf has no samples in program {}", r.id);
+    let prog = rows
+        .iter()
+        .find(|x| x["bpf_prog_id"].as_u64() == Some(r.id as u64))
+        .unwrap_or_else(|| panic!("no row for program {}: {v}", r.id));
+    let got: Vec<u64> = prog["bpf_subprogs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("bpf_subprogs in {prog}"))
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
+    assert_eq!(got, subs, "the sub-programs the row sums: {prog}");
+    match subs.as_slice() {
+        [one] => assert_eq!(prog["bpf_subprog"].as_u64(), Some(*one), "{prog}"),
+        _ => assert!(
+            prog["bpf_subprog"].is_null(),
+            "one sub-program claimed: {prog}"
+        ),
+    }
+    assert_eq!(prog["kernel"], Value::Bool(true), "{prog}");
+    assert_eq!(prog["kernel_samples"], prog["samples"], "{prog}");
+
+    // perf's user rows are never BPF: all of them are in the `-` row. (A
+    // dso with a space, `memfd:x (deleted)`, puts its tail before `[.]`.)
+    let user: u64 = perf
+        .iter()
+        .filter(|x| x.key.contains(" [.] "))
+        .map(|x| x.samples)
+        .sum();
+    let rest = rows
+        .iter()
+        .find(|x| x["bpf_prog_id"].is_null())
+        .unwrap_or_else(|| panic!("no row outside BPF: {v}"));
+    let (n, k) = (
+        rest["samples"].as_u64().unwrap(),
+        rest["kernel_samples"].as_u64().unwrap(),
+    );
+    assert_eq!(n - k, user, "user samples of the row outside BPF: {rest}");
+    let want = match (k > 0, user > 0) {
+        (true, true) => Value::Null,
+        (kernel, _) => Value::Bool(kernel),
+    };
+    assert_eq!(rest["kernel"], want, "{rest}");
+    assert!(
+        rest["bpf_subprog"].is_null() && rest["bpf_subprogs"].is_null(),
+        "{rest}"
+    );
+}
+
 /// perf's `--sort comm,dso,sym` rows taken under `comm` (which must have
 /// no spaces), as dso,sym rows.
 fn perf_comm_rows(file: &Path, comm: &str) -> Vec<Row> {
