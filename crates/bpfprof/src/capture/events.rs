@@ -88,6 +88,11 @@ const TRACK_TASKS: u64 =
 pub struct Config {
     pub event: EventSpec,
     pub freq: u64,
+    /// A fixed period (`-c`): no FREQ bit, as perf record sets it.
+    pub period: Option<u64>,
+    /// The CPUs that sample (`-C`); the tracking dummy still runs on every
+    /// online CPU, since a BPF load on any CPU is reported only there.
+    pub sample_cpus: Vec<i32>,
     pub callchain: bool,
     pub bpf_events: bool,
     pub data_pages: usize,
@@ -98,10 +103,13 @@ pub fn sampling_attr(c: &Config, target: &Target) -> EventAttr {
     let mut a = EventAttr {
         type_: c.event.type_,
         config: c.event.config,
-        sample_period: c.freq,
+        sample_period: c.period.unwrap_or(c.freq),
         sample_type: SAMPLE_TYPE | if c.callchain { st::CALLCHAIN } else { 0 },
         read_format: read_format::ID | read_format::LOST,
-        flags: flags::DISABLED | flags::INHERIT | flags::FREQ | flags::SAMPLE_ID_ALL,
+        flags: flags::DISABLED
+            | flags::INHERIT
+            | flags::SAMPLE_ID_ALL
+            | if c.period.is_some() { 0 } else { flags::FREQ },
         sample_max_stack: if c.callchain { 127 } else { 0 },
         ..Default::default()
     };
@@ -363,6 +371,9 @@ pub fn open(cfg: &Config, target: &Target, cpus: &[i32]) -> Result<Opened, OpenE
         let mut fds = Vec::new();
         let mut gone = false;
         for (i, &cpu) in cpus.iter().enumerate() {
+            if !cfg.sample_cpus.contains(&cpu) {
+                continue;
+            }
             match open_with_fallback(&mut sattr, tid, cpu) {
                 Ok(fd) => fds.push((i, fd)),
                 // A thread of a -p process may exit while we open.
@@ -482,6 +493,8 @@ mod tests {
         let cfg = Config {
             event: EventSpec::cpu_clock(),
             freq: 4000,
+            period: None,
+            sample_cpus: vec![0],
             callchain: false,
             bpf_events: true,
             data_pages: 128,
@@ -494,6 +507,16 @@ mod tests {
         // perf's dummy flags 0x61842302, plus build ids in MMAP2.
         assert_eq!(t.flags & !flags::BUILD_ID, 0x61842302);
         assert_eq!(s.id_trailer_size(), t.id_trailer_size());
+        // perf record -c 10000: a period, the FREQ bit clear.
+        let c = sampling_attr(
+            &Config {
+                period: Some(10000),
+                ..cfg
+            },
+            &Target::SystemWide,
+        );
+        assert_eq!((c.sample_period, c.has(flags::FREQ)), (10000, false));
+        assert!(s.has(flags::FREQ));
     }
 
     #[test]

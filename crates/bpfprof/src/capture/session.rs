@@ -25,7 +25,14 @@ use super::{features, prog_meta, sideband};
 pub enum What {
     SystemWide,
     Pids(Vec<i32>),
-    Command(Vec<String>),
+    /// Only these threads (`-t`), not the rest of their processes.
+    Tids(Vec<i32>),
+    /// Start this command; with `system_wide` (`-a`/`-C`), every process
+    /// on the (chosen) CPUs is recorded while it runs.
+    Command {
+        argv: Vec<String>,
+        system_wide: bool,
+    },
 }
 
 /// Everything `bpfprof record` was asked to do.
@@ -35,6 +42,10 @@ pub struct Options {
     /// None: the best event this machine has (cycles, else cpu-clock).
     pub event: Option<EventSpec>,
     pub freq: u64,
+    /// A fixed sample period (`-c`); overrides `freq`, as in perf.
+    pub period: Option<u64>,
+    /// The CPUs to sample (`-C`); None: all online CPUs.
+    pub cpus: Option<Vec<i32>>,
     pub callchain: bool,
     pub output: PathBuf,
     pub duration: Option<Duration>,
@@ -44,6 +55,10 @@ pub struct Options {
     pub bpf_stats: bool,
     /// Run the built-in BPF demo workload during the recording.
     pub demo: bool,
+    /// zstd level for the data section (`-z`), None: uncompressed.
+    pub compression: Option<u32>,
+    /// `-q`: no messages but errors.
+    pub quiet: bool,
     /// The command line, for the CMDLINE feature.
     pub cmdline: Vec<String>,
 }
@@ -189,9 +204,29 @@ fn threads_of(pids: &[i32]) -> anyhow::Result<Vec<i32>> {
     Ok(tids)
 }
 
+/// The processes of threads (`-t`), for synthesis: their maps and names.
+fn tgids_of(tids: &[i32]) -> Vec<i32> {
+    let mut v: Vec<i32> = tids
+        .iter()
+        .map(|&t| {
+            std::fs::read_to_string(format!("/proc/{t}/status"))
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find_map(|l| l.strip_prefix("Tgid:"))
+                        .and_then(|v| v.trim().parse().ok())
+                })
+                .unwrap_or(t)
+        })
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
 /// Pick the sampling event: what the user asked, else cycles when a
 /// hardware PMU exists, else cpu-clock (said once).
-fn choose_event(asked: &Option<EventSpec>) -> EventSpec {
+fn choose_event(asked: &Option<EventSpec>, quiet: bool) -> EventSpec {
     if let Some(e) = asked {
         return e.clone();
     }
@@ -201,7 +236,9 @@ fn choose_event(asked: &Option<EventSpec>) -> EventSpec {
     if pmu {
         EventSpec::parse("cycles").unwrap()
     } else {
-        eprintln!("bpfprof: no hardware PMU on this machine: sampling cpu-clock");
+        if !quiet {
+            eprintln!("bpfprof: no hardware PMU on this machine: sampling cpu-clock");
+        }
         EventSpec::cpu_clock()
     }
 }
@@ -221,7 +258,15 @@ pub fn record(opts: &Options) -> anyhow::Result<i32> {
     let target = match &opts.what {
         What::SystemWide => Target::SystemWide,
         What::Pids(p) => Target::Threads(threads_of(p)?),
-        What::Command(argv) => {
+        What::Tids(t) => {
+            for &tid in t {
+                if !Path::new(&format!("/proc/{tid}/status")).exists() {
+                    bail!("no such thread: {tid}");
+                }
+            }
+            Target::Threads(t.clone())
+        }
+        What::Command { argv, system_wide } => {
             let path = match resolve_command(&argv[0]) {
                 Ok(p) => p,
                 Err((msg, code)) => {
@@ -246,7 +291,11 @@ pub fn record(opts: &Options) -> anyhow::Result<i32> {
             let p = sys::fork_parked(&cpath, &cargv, &envp).context("fork")?;
             let pid = p.pid;
             child = Some(p);
-            Target::Child(pid)
+            if *system_wide {
+                Target::SystemWide
+            } else {
+                Target::Child(pid)
+            }
         }
     };
     let result = record_target(opts, &target, child.as_mut(), page);
@@ -267,12 +316,27 @@ fn record_target(
     page: u64,
 ) -> anyhow::Result<i32> {
     let cpus = events::online_cpus().context("reading /sys/devices/system/cpu/online")?;
+    let sample_cpus = match &opts.cpus {
+        None => cpus.clone(),
+        Some(asked) => {
+            if let Some(c) = asked.iter().find(|c| !cpus.contains(c)) {
+                let online: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+                bail!(
+                    "-C: CPU {c} is not online (online: {}); see /sys/devices/system/cpu/online",
+                    online.join(",")
+                );
+            }
+            asked.clone()
+        }
+    };
     let (wake_r, wake_w) = sys::pipe(true)?;
     sys::install_stop_handlers(wake_w).context("installing signal handlers")?;
 
     let mut cfg = Config {
-        event: choose_event(&opts.event),
+        event: choose_event(&opts.event, opts.quiet),
         freq: opts.freq,
+        period: opts.period,
+        sample_cpus: sample_cpus.clone(),
         callchain: opts.callchain,
         bpf_events: opts.bpf_events,
         data_pages: opts.data_pages,
@@ -281,10 +345,12 @@ fn record_target(
         Err(events::OpenError::Unsupported { .. })
             if opts.event.is_none() && cfg.event.is_hardware() =>
         {
-            eprintln!(
-                "bpfprof: {} is not supported here: sampling cpu-clock",
-                cfg.event.name
-            );
+            if !opts.quiet {
+                eprintln!(
+                    "bpfprof: {} is not supported here: sampling cpu-clock",
+                    cfg.event.name
+                );
+            }
             cfg.event = EventSpec::cpu_clock();
             events::open(&cfg, target, &cpus)?
         }
@@ -296,9 +362,10 @@ fn record_target(
     if opts.bpf_events {
         match sideband::start(&cpus, book.clone(), opts.capture) {
             Ok(s) => side = Some(s),
-            Err(e) => eprintln!(
+            Err(e) if !opts.quiet => eprintln!(
                 "bpfprof: BPF side band unavailable ({e}): info of programs loaded from now on is read late and may be missing"
             ),
+            Err(_) => {}
         }
     }
 
@@ -323,6 +390,7 @@ fn record_target(
         Target::SystemWide => Processes::All,
         Target::Threads(_) => match &opts.what {
             What::Pids(p) => Processes::Only(p.clone()),
+            What::Tids(t) => Processes::Only(tgids_of(t)),
             _ => Processes::Only(vec![]),
         },
         Target::Child(pid) => Processes::Only(vec![*pid]),
@@ -330,8 +398,10 @@ fn record_target(
     synth
         .run(&procs, opts.bpf_events)
         .with_context(|| format!("writing {}", opts.output.display()))?;
-    for warn in &synth.warnings {
-        eprintln!("bpfprof: {warn}");
+    if !opts.quiet {
+        for warn in &synth.warnings {
+            eprintln!("bpfprof: {warn}");
+        }
     }
     // Owners and attachments of the programs present now; the end of the
     // recording adds what changed.
@@ -341,6 +411,13 @@ fn record_target(
     }
     let synthesized = std::mem::take(&mut synth.out);
     let mut dsos = std::mem::take(&mut synth.dsos);
+    if let Some(level) = opts.compression {
+        // As perf: the start-up records stay plain, the stream is zstd in
+        // COMPRESSED records, each decompressing to at most one ring.
+        let ring = (opts.data_pages as u64 * page).min(u32::MAX as u64) as u32;
+        w.compress(level, ring)
+            .with_context(|| format!("-z: starting zstd level {level}"))?;
+    }
     w.checkpoint()?;
     let startup = t0.elapsed();
 
@@ -349,6 +426,12 @@ fn record_target(
     let mut child_status: Option<ExitStatus> = None;
     let mut child_pidfd: Option<OwnedFd> = None;
     if let Some(c) = child.as_deref_mut() {
+        if target.is_system_wide() {
+            // -a with a command: everything runs from before the exec.
+            opened
+                .enable_sampling()
+                .context("enabling the sampling events")?;
+        }
         child_pidfd = sys::pidfd_open(c.pid).ok();
         if let Some(errno) = c.release().context("starting the command")? {
             let e = std::io::Error::from_raw_os_error(errno);
@@ -518,11 +601,13 @@ fn record_target(
             line += &format!("; side band lost {} BPF events", b.sideband_lost);
         }
     }
-    eprintln!("{line} ]");
-    if let Some(n) = stats_note {
+    if !opts.quiet {
+        eprintln!("{line} ]");
+    }
+    if let Some(n) = stats_note.filter(|_| !opts.quiet) {
         eprintln!("{n}");
     }
-    if tally.garbage {
+    if tally.garbage && !opts.quiet {
         eprintln!(
             "bpfprof: a ring held a corrupt record header; the rest of that batch was skipped"
         );
