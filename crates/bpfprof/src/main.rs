@@ -6,6 +6,7 @@ mod export_cmd;
 mod input_args;
 mod record_cmd;
 mod report_cmd;
+mod script_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -32,6 +33,8 @@ enum Cmd {
     Record(record_cmd::RecordArgs),
     /// Write a recording as collapsed stacks, a flame graph SVG or pprof.
     Export(export_cmd::ExportArgs),
+    /// Print every sample as `perf script` does, BPF frames resolved.
+    Script(script_cmd::ScriptArgs),
 }
 
 fn main() {
@@ -42,7 +45,10 @@ fn main() {
     if matches!(&cli.cmd, Cmd::Report(a) if !a.callchains()) {
         bpfprof::capture::sys::rerun_with_huge_heaps();
     }
-    if matches!(cli.cmd, Cmd::Report(_) | Cmd::Annotate(_) | Cmd::Export(_)) {
+    if matches!(
+        cli.cmd,
+        Cmd::Report(_) | Cmd::Annotate(_) | Cmd::Export(_) | Cmd::Script(_)
+    ) {
         bpfprof::capture::sys::keep_big_blocks_in_heap();
     }
     let r = match &cli.cmd {
@@ -51,6 +57,7 @@ fn main() {
         Cmd::Bpf(a) => bpf_cmd::run(a).map(|_| 0),
         Cmd::Record(a) => record_cmd::run(a),
         Cmd::Export(a) => export_cmd::run(a).map(|_| 0),
+        Cmd::Script(a) => script_cmd::run(a).map(|_| 0),
     };
     match r {
         Ok(code) => std::process::exit(code),

@@ -97,6 +97,8 @@ pub(super) struct Pass {
     /// Stack node → offset of its address in its BPF symbol.
     pub bpf_offsets: FxHashMap<u32, u32>,
     pub early: EarlyFrames,
+    /// (location row, stack leaf node) of each sample, with `samples`.
+    pub samples: Vec<(u32, u32)>,
 }
 
 /// A BPF program as the recording knows it.
@@ -127,6 +129,18 @@ pub struct ProfileOptions {
     /// Replay every sample in time order even for a flat profile, which
     /// does not need it (for tests that hold the two passes equal).
     pub ordered: bool,
+    /// Keep every sample of the sampling event, in time order, as
+    /// [`Profile::samples`] (for `script`, which prints each one).
+    pub samples: bool,
+}
+
+/// One sample as the ordered pass settled it: its row's key and location
+/// (the sampled address's), and its stack's leaf node (0 without one).
+#[derive(Debug, Clone, Copy)]
+pub struct SampleAt {
+    pub key: RowKey,
+    pub loc: Loc,
+    pub node: u32,
 }
 
 pub struct Profile {
@@ -175,6 +189,12 @@ pub struct Profile {
     /// the side band (see `flat_pass`): with call chains, when asked for,
     /// and for files the flat pass cannot take.
     pub ordered_pass: bool,
+    /// Every sample of the sampling event in time order (the order of
+    /// `PerfFile::records`), filled with [`ProfileOptions::samples`].
+    pub samples: Vec<SampleAt>,
+    /// The location of each stack node (as `stacks`), filled with
+    /// [`ProfileOptions::samples`]: the addresses a script prints.
+    pub stack_locs: Vec<Loc>,
 }
 
 /// The attr whose samples a profile aggregates: the first that is not a
@@ -280,9 +300,11 @@ impl Profile {
             bpf_cost: None,
             warnings,
             ordered_pass: false,
+            samples: Vec::new(),
+            stack_locs: Vec::new(),
         };
         let mut progress = crate::progress::Progress::new(opts.progress, file.data_size());
-        let flat = match opts.callchains || opts.ordered {
+        let flat = match opts.callchains || opts.ordered || opts.samples {
             true => None,
             false => super::flat_pass::run(file, &mut p, opts, sampling, &mut progress),
         };
@@ -325,6 +347,7 @@ impl Profile {
         let mut changes = Changes::default();
         let mut row_cache = RowCache::default();
         let mut early = EarlyFrames::default();
+        let mut samples: Vec<(u32, u32)> = Vec::new();
         let (tx, rx) = std::sync::mpsc::sync_channel(4);
         let (give_back, recycle) = std::sync::mpsc::channel();
         std::thread::scope(|scope| -> Result<()> {
@@ -424,6 +447,9 @@ impl Profile {
                                 let node = raw_to_loc[leaf as usize];
                                 loc_chains.entry((row, node)).or_default().add(period);
                             }
+                            if opts.samples {
+                                samples.push((row, raw_to_loc[leaf as usize]));
+                            }
                         }
                         ref side => p.apply(side),
                     }
@@ -441,6 +467,7 @@ impl Profile {
             loc_chains,
             bpf_offsets,
             early,
+            samples,
         })
     }
 
@@ -540,6 +567,7 @@ impl Profile {
             loc_chains,
             bpf_offsets,
             early,
+            samples,
         } = pass;
         p.sym.finish_loading();
         if p.sym.kallsyms.restricted {
@@ -561,7 +589,7 @@ impl Profile {
         let mut last: Option<(Loc, Frame)> = None;
         // Each location row's key, by row: chains refer to rows (a flat
         // profile has none, and needs no keys).
-        let mut row_keys: Vec<Option<RowKey>> = match loc_chains.is_empty() {
+        let mut row_keys: Vec<Option<RowKey>> = match loc_chains.is_empty() && !opts.samples {
             true => Vec::new(),
             false => vec![None; loc_rows.len()],
         };
@@ -631,6 +659,19 @@ impl Profile {
                 })
                 .collect(),
         };
+        if opts.samples {
+            p.stack_locs = loc_nodes.iter().map(|n| n.1).collect();
+            p.samples = samples
+                .iter()
+                .filter_map(|&(row, node)| {
+                    Some(SampleAt {
+                        key: row_keys[row as usize]?,
+                        loc: loc_rows[row as usize].0 .3,
+                        node,
+                    })
+                })
+                .collect();
+        }
         p.chains = loc_chains
             .into_iter()
             .filter_map(|((row, node), c)| Some(((row_keys[row as usize]?, node), c)))

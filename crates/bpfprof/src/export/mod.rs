@@ -12,6 +12,7 @@ mod bpf_frames;
 pub mod folded;
 pub mod pprof;
 mod pprof_proto;
+pub mod script;
 pub mod svg;
 
 pub use bpf_frames::{BpfFrame, BpfFrames};
@@ -28,6 +29,8 @@ use crate::symbolize::{DsoKind, Frame};
 pub enum ExportError {
     #[error("writing the export: {0}")]
     Io(#[from] std::io::Error),
+    #[error("reading the recording: {0}")]
+    Read(#[from] perfdata::Error),
 }
 
 /// One frame of a stack: its resolved frame, and the stack node it came

@@ -1,0 +1,141 @@
+//! `perf script`'s default output, line for line, so that the tools built
+//! on it (stackcollapse-perf.pl, inferno-collapse-perf, speedscope's perf
+//! importer, people's own scripts) read bpfprof's view of a recording:
+//! BPF frames resolved by the recording's own program events.
+//!
+//! The samples' header fields (cpu, time, period) come from the records,
+//! read again in time order; their threads, locations and frames from the
+//! profile's ordered pass ([`ProfileOptions::samples`]), so there is one
+//! set of attribution rules.
+//!
+//! [`ProfileOptions::samples`]: crate::analyze::ProfileOptions::samples
+
+use std::io::Write;
+
+use perfdata::{PerfFile, Record};
+
+use super::ExportError;
+use crate::analyze::profile::{sampling_attr, Profile};
+use crate::symbolize::{DsoKind, Frame, Loc};
+
+/// A frame as perf script prints it: address, symbol (+offset), object.
+struct Line<'p> {
+    addr: u64,
+    sym: Option<(&'p str, u64)>,
+    dso: &'p str,
+}
+
+/// Write every sample of the profile's event, as `perf script` with no
+/// options does. The profile must have been built with `samples`.
+pub fn write(file: &PerfFile, p: &Profile, out: &mut dyn Write) -> Result<(), ExportError> {
+    let sampling = sampling_attr(file);
+    let event = &file.attrs()[sampling].name;
+    let mut records = file.records()?;
+    let mut next = p.samples.iter();
+    let mut chain: Vec<u32> = Vec::with_capacity(128);
+    while let Some(r) = records.next()? {
+        let Record::Sample(s) = r.record else {
+            continue;
+        };
+        if file.attr_index(s.id).unwrap_or(0) != sampling {
+            continue;
+        }
+        let Some(at) = next.next() else { break };
+        let comm = p
+            .sym
+            .threads
+            .comms
+            .get(at.key.comm as usize)
+            .map_or(":-1", String::as_str);
+        let (secs, usecs) = (s.time / 1_000_000_000, s.time % 1_000_000_000 / 1000);
+        chain.clear();
+        let mut node = at.node;
+        while node != 0 && !corrupt(s.callchain()) {
+            chain.push(node);
+            node = p.stacks.nodes[node as usize].0;
+        }
+        // perf pads the command to 16 columns only when no call chain
+        // follows on lines of their own (even a chain it discards).
+        let chained = s.callchain.is_some();
+        match !chained {
+            true => write!(out, "{comm:>16} ")?,
+            false => write!(out, "{comm} ")?,
+        }
+        write!(
+            out,
+            "{:5} [{:03}] {secs:5}.{usecs:06}: {:10} {event}: ",
+            // Signed, as perf prints the -1 of samples with no thread.
+            s.tid as i32,
+            s.cpu,
+            s.period
+        )?;
+        if !chained {
+            let l = line(p, at.key.frame, at.loc, s.ip, None);
+            print_line(out, ' ', &l)?;
+            writeln!(out)?;
+        } else {
+            writeln!(out)?;
+            for &n in &chain {
+                let (_, frame) = p.stacks.nodes[n as usize];
+                let loc = p.stack_locs[n as usize];
+                let l = line(p, frame, loc, 0, Some(n));
+                print_line(out, '\t', &l)?;
+                writeln!(out)?;
+            }
+            writeln!(out)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether perf discards a call chain: one with a context marker it does
+/// not know ("It seems the callchain is corrupted. Discard all.").
+fn corrupt(mut chain: impl Iterator<Item = u64>) -> bool {
+    use perfdata::context::*;
+    chain.any(|ip| ip >= MAX && ![HV, KERNEL, USER, GUEST_KERNEL, GUEST_USER].contains(&ip))
+}
+
+fn print_line(out: &mut dyn Write, sep: char, l: &Line) -> std::io::Result<()> {
+    write!(out, "{sep}{:16x} ", l.addr)?;
+    match l.sym {
+        Some((name, off)) => write!(out, "{name}+{off:#x}")?,
+        None => write!(out, "[unknown]")?,
+    }
+    write!(out, " ({})", l.dso)
+}
+
+/// How perf script shows a frame: call chain entries at their address in
+/// the object (`node` given), a sample's own address as sampled.
+fn line<'p>(p: &'p Profile, f: Frame, loc: Loc, ip: u64, node: Option<u32>) -> Line<'p> {
+    let sym = &p.sym.syms[f.sym as usize];
+    let dso = &p.sym.dsos[f.dso as usize];
+    let dso_name = match dso.kind {
+        DsoKind::Unknown => "[unknown]",
+        _ => dso.name.as_str(),
+    };
+    let (addr, off) = match loc {
+        Loc::Kernel(a) => (a, a.wrapping_sub(sym.start)),
+        Loc::Bpf(b) => {
+            let start = p.sym.bpf.syms[b as usize].addr;
+            let off = match node {
+                Some(n) => p.bpf_offsets.get(&n).map_or(0, |&o| o as u64),
+                None => ip.wrapping_sub(start),
+            };
+            (start + off, off)
+        }
+        Loc::User(d, rel) => {
+            let vaddr = p.sym.elf(d).and_then(|e| e.offset_to_vaddr(rel));
+            let addr = match node {
+                Some(_) => rel,
+                None => ip,
+            };
+            (addr, vaddr.unwrap_or(rel).wrapping_sub(sym.start))
+        }
+        Loc::Unknown(a) => (if node.is_some() { a } else { ip }, 0),
+    };
+    Line {
+        addr,
+        sym: sym.resolved.then_some((sym.name.as_str(), off)),
+        dso: dso_name,
+    }
+}

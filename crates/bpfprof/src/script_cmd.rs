@@ -1,0 +1,36 @@
+//! `bpfprof script`: every sample as `perf script` prints it.
+
+use std::io::Write;
+
+use anyhow::{Context, Result};
+use bpfprof::analyze::profile::has_callchains;
+use bpfprof::analyze::ProfileOptions;
+
+use crate::input_args::InputArgs;
+
+#[derive(Debug, clap::Args)]
+pub struct ScriptArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+pub fn run(a: &ScriptArgs) -> Result<()> {
+    let file = a.input.open()?;
+    let p = a.input.build(
+        &file,
+        ProfileOptions {
+            callchains: has_callchains(&file),
+            samples: true,
+            progress: true,
+            ..Default::default()
+        },
+    )?;
+    for w in &p.warnings {
+        eprintln!("bpfprof: warning: {w}");
+    }
+    let mut out = crate::export_cmd::open_output(None)?;
+    let path = a.input.input.display();
+    bpfprof::export::script::write(&file, &p, &mut out).with_context(|| format!("{path}"))?;
+    out.flush().context("writing standard output")?;
+    Ok(())
+}

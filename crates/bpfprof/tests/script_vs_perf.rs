@@ -1,0 +1,111 @@
+//! `bpfprof script` against `perf script` on the same files, line for
+//! line: a bpfprof recording and a perf recording with a BPF program
+//! running (bpftrace on getppid), and one without call chains.
+//!
+//! Every line must be perf's, except that a user frame's symbol may be
+//! another name for the same address (identical code folded into one
+//! function: which alias is shown differs for 1-2% of such names, README
+//! → Known differences); its address and object must still be perf's.
+
+mod export_util;
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn script(file: &Path) -> String {
+    support::stdout(support::bpfprof().args(["script", "-i"]).arg(file))
+}
+
+fn perf_script(file: &Path) -> String {
+    support::stdout(Command::new("perf").args(["script", "-i"]).arg(file))
+}
+
+/// A frame line's (address, object), for lines that may differ in the
+/// symbol only.
+fn addr_and_object(line: &str) -> Option<(&str, &str)> {
+    let t = line.trim_start_matches('\t').trim_start();
+    let (addr, rest) = t.split_once(' ')?;
+    let dso = &rest[rest.rfind(" (")?..];
+    Some((addr, dso))
+}
+
+/// Compare; returns how many lines were compared and how many were
+/// user-frame aliases.
+fn assert_same(ours: &str, perf: &str, what: &str) -> (usize, usize) {
+    let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), perf.lines().collect());
+    assert_eq!(a.len(), b.len(), "{what}: line counts");
+    let mut aliases = 0;
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        if x == y {
+            continue;
+        }
+        let user = addr_and_object(x)
+            .filter(|(addr, _)| u64::from_str_radix(addr, 16).is_ok_and(|v| v < 0xffff << 48));
+        assert!(
+            user.is_some() && user == addr_and_object(y),
+            "{what}: line {}:\n ours: {x}\n perf: {y}",
+            i + 1
+        );
+        aliases += 1;
+    }
+    assert!(
+        aliases * 200 <= a.len(),
+        "{what}: {aliases} alias lines of {}",
+        a.len()
+    );
+    (a.len(), aliases)
+}
+
+fn bpf_lines(text: &str) -> usize {
+    text.lines().filter(|l| l.contains(" bpf_prog_")).count()
+}
+
+#[test]
+fn script_prints_perf_scripts_lines_for_bpfprof_and_perf_recordings() {
+    let dir = support::tempdir();
+    let Some(ours_rec) = export_util::bpf_recording(&dir) else {
+        return;
+    };
+    let ours = script(&ours_rec);
+    assert!(bpf_lines(&ours) > 0, "BPF frames in the bpfprof recording");
+    let (n, aliases) = assert_same(&ours, &perf_script(&ours_rec), "bpfprof recording");
+    eprintln!("bpfprof recording: {n} lines, {aliases} user aliases");
+
+    // perf's own recording of the same kind of workload.
+    let perf_rec = support::path(&dir, "perf.data");
+    {
+        let _bt = export_util::bpftrace();
+        let mut rec = Command::new("perf")
+            .args(["record", "-a", "-g", "-o"])
+            .arg(&perf_rec)
+            .args(["--", "sleep", "2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        while rec.try_wait().unwrap().is_none() {
+            for _ in 0..10_000 {
+                // SAFETY: getppid has no preconditions.
+                std::hint::black_box(unsafe { libc::getppid() });
+            }
+        }
+    }
+    let ours = script(&perf_rec);
+    assert!(bpf_lines(&ours) > 0, "BPF frames in the perf recording");
+    let (n, aliases) = assert_same(&ours, &perf_script(&perf_rec), "perf recording");
+    eprintln!("perf recording: {n} lines, {aliases} user aliases");
+}
+
+#[test]
+fn script_without_call_chains_prints_one_line_per_sample() {
+    if !support::live(true) {
+        return;
+    }
+    let dir = support::tempdir();
+    let flat = export_util::record(&dir, "flat.data", &[], 1);
+    let ours = script(&flat);
+    assert!(ours.lines().all(|l| !l.starts_with('\t')));
+    let (n, aliases) = assert_same(&ours, &perf_script(&flat), "flat recording");
+    eprintln!("flat recording: {n} lines, {aliases} user aliases");
+}
