@@ -148,10 +148,10 @@ pub fn stdio_width(
     main_table(p, o, &rows, width, out)
 }
 
-/// Column widths that fit `width` characters after the counts: the
-/// columns before the last are narrowed (not below their header) only
-/// when the line would not fit, and the last gets what is left. Returns
-/// the widths and the room for the last column's text.
+/// Column widths that fit `width` characters after the counts: when the
+/// line would not fit, the widest columns are narrowed first, to one cap
+/// (never below a column's header), so short columns stay whole. Returns
+/// the room for the last column's text (None: no width, never cut).
 fn fit_widths(
     keys: &[SortKey],
     widths: &mut [usize],
@@ -162,18 +162,33 @@ fn fit_widths(
     // The counts: "  {:>7.2}%" per percentage, then "  {:>8}".
     let counts = if children { 30 } else { 20 };
     let avail = width.saturating_sub(counts);
-    let n = widths.len();
-    if n == 0 {
-        return Some(avail);
-    }
-    let used = |w: &[usize]| -> usize { w[..n - 1].iter().map(|w| w + 2).sum() };
-    if used(widths) + 2 + keys[n - 1].header().len() > avail {
-        let cap = avail / (n + 1);
-        for (w, k) in widths[..n - 1].iter_mut().zip(keys) {
-            *w = (*w).min(cap.max(k.header().len()));
+    let capped = |cap: usize, w: usize, k: &SortKey| w.min(cap.max(k.header().len()));
+    let need = |cap: usize| -> usize {
+        widths
+            .iter()
+            .zip(keys)
+            .map(|(&w, k)| capped(cap, w, k) + 2)
+            .sum()
+    };
+    let widest = widths.iter().copied().max().unwrap_or(0);
+    if need(widest) > avail {
+        // The largest cap that fits (need grows with the cap).
+        let (mut lo, mut hi) = (0, widest);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if need(mid) <= avail {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        for (w, k) in widths.iter_mut().zip(keys) {
+            *w = capped(lo, *w, k);
         }
     }
-    Some(avail.saturating_sub(used(widths) + 2))
+    let n = widths.len();
+    let before: usize = widths[..n.saturating_sub(1)].iter().map(|w| w + 2).sum();
+    Some(avail.saturating_sub(before + 2))
 }
 
 fn main_table(
