@@ -11,7 +11,6 @@ mod support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -80,28 +79,14 @@ fn attached_by(pid: u32) -> Vec<(u64, String, String)> {
 /// single-function program `bpf_prog_<tag>_<name>`, with bpftool's tag.
 fn perf_parts(data: &std::path::Path, pid: u32, tag: &str) -> (u64, u64, u64) {
     let ours = format!("bpf_prog_{tag}_");
-    let text = support::stdout(
-        Command::new("perf")
-            .args(["script", "-F", "pid,ip,sym", "--pid"])
-            .arg(pid.to_string())
-            .arg("-i")
-            .arg(data),
-    );
-    let (mut samples, mut own, mut called) = (0, 0, 0);
-    for block in text.split("\n\n").filter(|b| !b.trim().is_empty()) {
-        let frames: Vec<&str> = block
-            .lines()
-            .skip(1)
-            .filter_map(|l| l.split_whitespace().nth(1))
-            .collect();
-        samples += 1;
-        match frames.iter().position(|f| f.starts_with(&ours)) {
-            Some(0) => own += 1,
-            Some(_) => called += 1,
-            None => {}
-        }
-    }
-    (samples, own, called)
+    let stacks = support::perf_stacks(data, pid);
+    let at = |s: &Vec<String>| s.iter().position(|f| f.starts_with(&ours));
+    let own = stacks.iter().filter(|s| at(s) == Some(0)).count();
+    let called = stacks
+        .iter()
+        .filter(|s| at(s).is_some_and(|i| i > 0))
+        .count();
+    (stacks.len() as u64, own as u64, called as u64)
 }
 
 #[test]
@@ -120,21 +105,12 @@ fn parts_of_a_bpftrace_programs_cost_agree_with_perf() {
     );
     let dir = support::tempdir();
     let data = support::path(&dir, "cost.data");
-    let mut rec = support::bpfprof()
-        .args(["record", "-a", "-g", "--duration", "2", "-o"])
-        .arg(&data)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // Loop until the recorder is done, so the whole recording sees it.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while rec.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "the recorder did not finish");
+    support::record_while(&data, &["-a", "-g", "--duration", "2"], || {
         for _ in 0..10_000 {
             // SAFETY: getppid has no preconditions.
             std::hint::black_box(unsafe { libc::getppid() });
         }
-    }
+    });
     let pid = std::process::id();
     let json = support::stdout(
         support::bpfprof()

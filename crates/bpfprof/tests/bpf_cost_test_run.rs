@@ -6,8 +6,6 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use bpfinfo::testprog::{TestProg, TestProgKind};
 use serde_json::Value;
@@ -29,31 +27,22 @@ fn kallsyms_names(addrs: &[u64]) -> Vec<String> {
 /// perf script's view of one process: (samples, with the program as leaf,
 /// under the test run).
 fn perf_view(data: &std::path::Path, pid: u32, names: &[String]) -> (u64, u64, u64) {
-    let text = support::stdout(
-        Command::new("perf")
-            .args(["script", "-F", "pid,ip,sym", "--pid"])
-            .arg(pid.to_string())
-            .arg("-i")
-            .arg(data),
-    );
-    let (mut samples, mut own, mut under) = (0, 0, 0);
-    for block in text.split("\n\n").filter(|b| !b.trim().is_empty()) {
-        let frames: Vec<&str> = block
-            .lines()
-            .skip(1)
-            .filter_map(|l| l.split_whitespace().nth(1))
-            .collect();
-        samples += 1;
-        let leaf_is_prog = frames.first().is_some_and(|f| names.iter().any(|n| n == f));
-        own += u64::from(leaf_is_prog);
-        // The program on the stack (a chain can stop at it: a call through
-        // a retpoline thunk leaves no frame past it), or the test run.
-        let ours = frames.iter().any(|f| names.iter().any(|n| n == f));
-        if ours || frames.iter().any(|f| f.starts_with("bpf_prog_test_run")) {
-            under += 1;
-        }
-    }
-    (samples, own, under)
+    let stacks = support::perf_stacks(data, pid);
+    let ours = |f: &String| names.contains(f);
+    let own = stacks
+        .iter()
+        .filter(|s| s.first().is_some_and(ours))
+        .count();
+    // The program on the stack (a chain can stop at it: a call through a
+    // retpoline thunk leaves no frame past it), or the test run.
+    let under = stacks
+        .iter()
+        .filter(|s| {
+            s.iter()
+                .any(|f| ours(f) || f.starts_with("bpf_prog_test_run"))
+        })
+        .count();
+    (stacks.len() as u64, own as u64, under as u64)
 }
 
 #[test]
@@ -71,17 +60,9 @@ fn a_test_run_programs_total_is_everything_under_the_test_run() {
     let loaded = prog.load().unwrap();
     let dir = support::tempdir();
     let data = support::path(&dir, "test_run.data");
-    let mut rec = support::bpfprof()
-        .args(["record", "-a", "-g", "--duration", "2", "-o"])
-        .arg(&data)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while rec.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "the recorder did not finish");
+    support::record_while(&data, &["-a", "-g", "--duration", "2"], || {
         loaded.test_run(20_000).unwrap();
-    }
+    });
     let pid = std::process::id();
     let json = support::stdout(
         support::bpfprof()

@@ -174,3 +174,47 @@ pub fn tempdir() -> tempfile::TempDir {
 pub fn path(dir: &tempfile::TempDir, name: &str) -> PathBuf {
     dir.path().join(name)
 }
+
+/// perf script's stacks of one process's samples, each as its frames'
+/// symbol names, leaf first.
+pub fn perf_stacks(data: &Path, pid: u32) -> Vec<Vec<String>> {
+    let text = stdout(
+        Command::new("perf")
+            .args(["script", "-F", "pid,ip,sym", "--pid"])
+            .arg(pid.to_string())
+            .arg("-i")
+            .arg(data),
+    );
+    text.split("\n\n")
+        .filter(|b| !b.trim().is_empty())
+        .map(|block| {
+            block
+                .lines()
+                .skip(1)
+                .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
+                .collect()
+        })
+        .collect()
+}
+
+/// `bpfprof record ARGS -o DATA` while `work` runs again and again on this
+/// thread, until the recorder is done: the whole recording sees the work,
+/// with no need to know when recording starts.
+pub fn record_while(data: &Path, args: &[&str], mut work: impl FnMut()) {
+    let mut rec = bpfprof()
+        .arg("record")
+        .args(args)
+        .arg("-o")
+        .arg(data)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("bpfprof record starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while rec.try_wait().expect("waiting for the recorder").is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the recorder did not finish"
+        );
+        work();
+    }
+}
