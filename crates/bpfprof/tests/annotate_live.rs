@@ -378,7 +378,7 @@ fn xlated_view_carries_the_loop_shares() {
     );
     let block = text
         .split("\n\n")
-        .find(|b| b.contains(&format!("sub-program 1 ")))
+        .find(|b| b.contains("sub-program 1 "))
         .unwrap_or_else(|| panic!("no sub-program 1 in:\n{text}"));
     let mut per_line: std::collections::BTreeMap<String, u64> = Default::default();
     for l in block.lines().filter(|l| !l.starts_with('#')) {
