@@ -297,7 +297,7 @@ pub fn parse_record<'a>(
         };
         return Ok((h, r, SampleId::default()));
     }
-    let (fields, sid) = split_trailer(raw, first, attrs, offset)?;
+    let (fields, sid) = split_trailer(&raw[..natural_len(&h, raw, first)], first, attrs, offset)?;
     let mut c = Cursor::new(fields, offset + 8);
     let rec = match h.type_ {
         record_type::MMAP => Record::Mmap(Mmap {
@@ -380,6 +380,31 @@ pub fn parse_record<'a>(
         t => Record::Other(t),
     };
     Ok((h, rec, sid))
+}
+
+/// The length the kernel meant for a record: for KSYMBOL and BPF_EVENT it
+/// is computable from the fields, and may be less than the header's size.
+///
+/// Why: perf_event_ksymbol_output() and perf_event_bpf_output() add each
+/// listening event's trailer size to one header shared by all listeners
+/// and never restore it, so when two BPF-aware recorders run at once
+/// (perf beside bpfprof, or two perfs), the listener served later gets a
+/// size that includes the earlier listeners' trailers. Its own trailer is
+/// written right after the fields; what follows up to the header's size
+/// is stale ring bytes. Read from the record's end, the sample id, time
+/// and pid would be garbage (seen: 18446743568 s load times).
+///
+/// Anything else, or a KSYMBOL whose name has no NUL, keeps its size.
+pub fn natural_len(h: &Header, raw: &[u8], first: &EventAttr) -> usize {
+    let fields = match h.type_ {
+        record_type::BPF_EVENT => 24,
+        record_type::KSYMBOL => match raw.get(24..).and_then(|n| n.iter().position(|&c| c == 0)) {
+            Some(n) => 24 + (n + 1).div_ceil(8) * 8,
+            None => return raw.len(),
+        },
+        _ => return raw.len(),
+    };
+    (fields + first.id_trailer_size()).min(raw.len())
 }
 
 pub(crate) fn sample_attr<'x>(
@@ -899,6 +924,51 @@ mod tests {
         let (_, r, s) = parse_record(&out, &a, 0).unwrap();
         assert_eq!(r, k);
         assert_eq!(s, sid);
+    }
+
+    /// The layout of the over-long records seen in a perf.data that perf
+    /// wrote beside `bpfprof record -a` (kernel 6.18): a KSYMBOL of 0x78
+    /// bytes for a name that needs 0x58, and a BPF_EVENT of 0x58 for 0x38,
+    /// the 32 extra bytes being the other listener's trailer size, left
+    /// after ours as stale ring bytes.
+    #[test]
+    fn over_long_ksymbol_and_bpf_event_keep_their_true_trailer() {
+        let a = attr();
+        let sid = SampleId {
+            pid: 4242,
+            tid: 4243,
+            time: 4_542_037_224_724,
+            id: 4,
+            cpu: 1,
+            ..Default::default()
+        };
+        let k = Record::Ksymbol(Ksymbol {
+            addr: 0xffffffffc0000648,
+            len: 23,
+            ksym_type: ksym::TYPE_BPF,
+            flags: 0,
+            name: b"bpf_prog_62efe59b7d4f5ea1",
+        });
+        let e = Record::BpfEvent(BpfEvent {
+            type_: bpf_event::PROG_LOAD,
+            flags: 0,
+            id: 2022,
+            tag: *b"\x62\xef\xe5\x9b\x74\x4d\xcd\xc6",
+        });
+        for (rec, natural) in [(k, 0x58), (e, 0x38)] {
+            let mut out = Vec::new();
+            encode_record(&rec, 0, &sid, &a, &mut out);
+            assert_eq!(out.len(), natural);
+            // Stale bytes: what an earlier record left in the ring.
+            out.extend((0..32u8).map(|i| i.wrapping_mul(37) | 0x80));
+            let n = out.len() as u16;
+            out[6..8].copy_from_slice(&n.to_le_bytes());
+            let (h, r, s) = parse_record(&out, &a, 0).unwrap();
+            assert_eq!(h.size as usize, natural + 32);
+            assert_eq!(r, rec);
+            assert_eq!(s, sid, "the trailer at the natural end");
+            assert_eq!(natural_len(&h, &out, &a), natural);
+        }
     }
 
     #[test]

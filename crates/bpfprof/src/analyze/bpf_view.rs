@@ -216,7 +216,10 @@ pub fn summarize(p: &Profile, filters: &Filters) -> Option<BpfSummary> {
         t => 100.0 * n as f64 / t as f64,
     };
     let t0 = p.first_time;
-    let secs = |t: u64| (t.saturating_sub(t0)) as f64 / 1e9;
+    // Signed: a load before the first sample is a negative offset (before
+    // the recording), one after the last is past its length; neither may
+    // wrap or clamp to 0 as if it happened at the start.
+    let secs = |t: u64| (i128::from(t) - i128::from(t0)) as f64 / 1e9;
     let mut programs: Vec<ProgSummary> = ids
         .into_iter()
         .map(|id| {
