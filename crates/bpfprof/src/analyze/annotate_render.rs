@@ -20,6 +20,11 @@ fn paint(color: bool, pct: f64, s: &str) -> String {
     format!("\x1b[{code}m{s}\x1b[0m")
 }
 
+/// `1 sample`, `2 samples`.
+fn samples(n: u64) -> String {
+    format!("{n} {}", if n == 1 { "sample" } else { "samples" })
+}
+
 fn header(a: &Annotation, out: &mut dyn Write) -> std::io::Result<()> {
     let what = match &a.bpf {
         Some(b) => format!(
@@ -34,13 +39,21 @@ fn header(a: &Annotation, out: &mut dyn Write) -> std::io::Result<()> {
         // operation has few samples of its own.
         Some(called) => writeln!(
             out,
-            "# {:.2}% of all samples in its own code ({} samples), {:.2}% in code it called ({} samples); {} bytes at {:#x}",
-            a.percent, a.samples, a.called_percent, called, a.len, a.start
+            "# {:.2}% of all samples in its own code ({}), {:.2}% in code it called ({}); {} bytes at {:#x}",
+            a.percent,
+            samples(a.samples),
+            a.called_percent,
+            samples(called),
+            a.len,
+            a.start
         )?,
         None => writeln!(
             out,
-            "# {:.2}% of all samples, {} samples, {} bytes at {:#x}",
-            a.percent, a.samples, a.len, a.start
+            "# {:.2}% of all samples, {}, {} bytes at {:#x}",
+            a.percent,
+            samples(a.samples),
+            a.len,
+            a.start
         )?,
     }
     for w in &a.warnings {
@@ -61,8 +74,10 @@ pub fn stdio(targets: &[Target], o: &RenderOptions, out: &mut dyn Write) -> std:
                 } else {
                     writeln!(
                         out,
-                        "# {} ({} samples): cannot annotate: {}",
-                        u.symbol, u.samples, u.why
+                        "# {} ({}): cannot annotate: {}",
+                        u.symbol,
+                        samples(u.samples),
+                        u.why
                     )?;
                 }
             }
@@ -192,7 +207,7 @@ fn xlated(a: &Annotation, o: &RenderOptions, out: &mut dyn Write) -> std::io::Re
         writeln!(
             out,
             "# no source line table for this program (loaded without BTF line info): its {} cannot be placed on bytecode, only its calls' samples are shown; see them per machine instruction without --xlated",
-            if a.samples == 1 { "1 sample" } else { "samples" }
+            if a.samples == 1 { "sample" } else { "samples" }
         )?;
     }
     writeln!(
@@ -236,7 +251,7 @@ pub fn json(targets: &[Target], out: &mut dyn Write) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::annotate::{AnnotatedInsn, Annotation, LineShare, Target};
+    use super::super::annotate::{AnnotatedInsn, Annotation, LineShare, Target, XlatedRow};
     use super::*;
 
     fn insn(
@@ -326,6 +341,48 @@ mod tests {
         assert!(
             line.ends_with("→ 75.00% (30 samples) in called code"),
             "{line}"
+        );
+    }
+
+    fn xrow(index: u32, line: Option<usize>, line_samples: Option<u64>) -> XlatedRow {
+        XlatedRow {
+            index,
+            text: format!("(b7) r{index} = 0"),
+            line,
+            line_samples,
+            line_percent: line_samples.map(|n| 10.0 * n as f64),
+            called: 0,
+            called_percent: 0.0,
+        }
+    }
+
+    #[test]
+    fn bytecode_shares_are_the_lines_not_the_first_instructions() {
+        let mut a = annotation();
+        a.called = None;
+        a.xlated = vec![xrow(0, Some(0), Some(10)), xrow(1, Some(0), None)];
+        let mut out = Vec::new();
+        let o = RenderOptions {
+            source_only: false,
+            xlated: true,
+            color: false,
+        };
+        stdio(&[Target::Annotated(Box::new(a.clone()))], &o, &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        let line = out.lines().find(|l| l.contains("; f.bpf.c:7")).unwrap();
+        assert!(line.starts_with("   100.00       10  ; "), "{line:?}");
+        let first = out.lines().find(|l| l.contains("0: (b7)")).unwrap();
+        assert_eq!(first.trim_start(), "0: (b7) r0 = 0", "no share of its own");
+        assert!(!out.contains("no source line table"), "{out}");
+
+        // Without line info nothing can be placed, and that is said.
+        a.xlated = vec![xrow(0, None, None), xrow(1, None, None)];
+        let mut text = Vec::new();
+        stdio(&[Target::Annotated(Box::new(a))], &o, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("# no source line table for this program"),
+            "{text}"
         );
     }
 

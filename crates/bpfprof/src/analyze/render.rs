@@ -76,6 +76,11 @@ pub fn terminal_width() -> Option<usize> {
     })
 }
 
+/// `1 record`, `2 records`.
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// `s` in at most `n` characters; a cut one ends in `…`, so a name that
 /// is cut is never mistaken for a whole one.
 fn cut(s: &str, n: usize) -> std::borrow::Cow<'_, str> {
@@ -123,12 +128,17 @@ pub fn stdio_width(
     if p.lost + p.lost_samples > 0 {
         writeln!(
             out,
-            "# Lost: {} records, {} samples",
-            p.lost, p.lost_samples
+            "# Lost: {}, {}",
+            plural(p.lost, "record", "records"),
+            plural(p.lost_samples, "sample", "samples")
         )?;
     }
     for (name, n) in &p.other_events {
-        writeln!(out, "# ({n} samples of '{name}' not shown)")?;
+        writeln!(
+            out,
+            "# ({} of '{name}' not shown)",
+            plural(*n, "sample", "samples")
+        )?;
     }
     let summary = bpf_view::summarize(p, &o.filters);
     if o.bpf_only || o.bpf_summary {
@@ -547,4 +557,48 @@ pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Res
     };
     serde_json::to_writer_pretty(&mut *out, &report)?;
     writeln!(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_follow_perfs_convert_unit() {
+        // perf report's headers for these counts (checked against perf 6.1
+        // in tests/first_hour.rs): no unit is a space.
+        for (n, s) in [
+            (999, "999 "),
+            (1000, "1000 "),
+            (1001, "1K"),
+            (5669, "5K"),
+            (1_000_999, "1000K"),
+            (1_001_000, "1M"),
+        ] {
+            assert_eq!(fmt_count(n), s, "{n}");
+        }
+    }
+
+    #[test]
+    fn the_widest_column_is_narrowed_first() {
+        let keys = [SortKey::Dso, SortKey::Sym];
+        // 20 for the counts, then "  dso" and "  symbol".
+        let mut w = [17, 400];
+        let room = fit_widths(&keys, &mut w, false, Some(100));
+        assert_eq!(w[0], 17, "the short column stays whole");
+        assert_eq!(room, Some(100 - 20 - 19 - 2));
+        let mut w = [400, 17];
+        let room = fit_widths(&keys, &mut w, false, Some(60));
+        assert_eq!(w, [19, 17]);
+        assert_eq!(room, Some(17));
+        // Never below a header.
+        let mut w = [400, 400];
+        fit_widths(&keys, &mut w, false, Some(10));
+        assert_eq!(w, ["Shared Object".len(), "Symbol".len()]);
+        let mut w = [400, 400];
+        assert_eq!(fit_widths(&keys, &mut w, false, None), None);
+        assert_eq!(w, [400, 400], "no width: nothing cut");
+        assert_eq!(cut("abcdef", 4), "abc…");
+        assert_eq!(cut("abcd", 4), "abcd");
+    }
 }
