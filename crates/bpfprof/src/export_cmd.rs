@@ -22,6 +22,8 @@ pub enum Format {
     Svg,
     /// Gzipped profile.proto (go tool pprof, Pyroscope, Parca).
     Pprof,
+    /// The Firefox Profiler's format (open it at profiler.firefox.com).
+    Firefox,
 }
 
 #[derive(Debug, clap::Args)]
@@ -79,6 +81,8 @@ pub fn run(a: &ExportArgs) -> Result<()> {
         ProfileOptions {
             callchains,
             progress: true,
+            // A timeline needs every sample at its time.
+            samples: a.format == Format::Firefox,
             ..Default::default()
         },
     )?;
@@ -100,6 +104,7 @@ pub fn run(a: &ExportArgs) -> Result<()> {
         Format::Folded => export::folded::write(&p, &filters, &mut out),
         Format::Svg => export::svg::write(&p, &filters, &title, &mut out),
         Format::Pprof => export::pprof::write(&p, &filters, &mut out),
+        Format::Firefox => export::firefox::write(&file, &p, &filters, &title, &mut out),
     }
     .with_context(|| format!("writing {}", what()))?;
     out.flush().with_context(|| format!("writing {}", what()))?;

@@ -31,7 +31,7 @@ enum Cmd {
     Annotate(annotate_cmd::AnnotateArgs),
     /// Record a profile (all CPUs, processes or a command), BPF programs included.
     Record(record_cmd::RecordArgs),
-    /// Write a recording as collapsed stacks, a flame graph SVG or pprof.
+    /// Write a recording as collapsed stacks, a flame graph, pprof or a Firefox profile.
     Export(export_cmd::ExportArgs),
     /// Print every sample as `perf script` does, BPF frames resolved.
     Script(script_cmd::ScriptArgs),

@@ -12,9 +12,9 @@
 
 use std::io::Write;
 
-use perfdata::{PerfFile, Record};
+use perfdata::PerfFile;
 
-use super::ExportError;
+use super::{for_each_sample, ExportError};
 use crate::analyze::profile::{sampling_attr, Profile};
 use crate::symbolize::{DsoKind, Frame, Loc};
 
@@ -28,19 +28,9 @@ struct Line<'p> {
 /// Write every sample of the profile's event, as `perf script` with no
 /// options does. The profile must have been built with `samples`.
 pub fn write(file: &PerfFile, p: &Profile, out: &mut dyn Write) -> Result<(), ExportError> {
-    let sampling = sampling_attr(file);
-    let event = &file.attrs()[sampling].name;
-    let mut records = file.records()?;
-    let mut next = p.samples.iter();
+    let event = &file.attrs()[sampling_attr(file)].name;
     let mut chain: Vec<u32> = Vec::with_capacity(128);
-    while let Some(r) = records.next()? {
-        let Record::Sample(s) = r.record else {
-            continue;
-        };
-        if file.attr_index(s.id).unwrap_or(0) != sampling {
-            continue;
-        }
-        let Some(at) = next.next() else { break };
+    for_each_sample(file, p, |s, at| {
         let comm = p
             .sym
             .threads
@@ -57,9 +47,9 @@ pub fn write(file: &PerfFile, p: &Profile, out: &mut dyn Write) -> Result<(), Ex
         // perf pads the command to 16 columns only when no call chain
         // follows on lines of their own (even a chain it discards).
         let chained = s.callchain.is_some();
-        match !chained {
-            true => write!(out, "{comm:>16} ")?,
-            false => write!(out, "{comm} ")?,
+        match chained {
+            false => write!(out, "{comm:>16} ")?,
+            true => write!(out, "{comm} ")?,
         }
         write!(
             out,
@@ -73,19 +63,19 @@ pub fn write(file: &PerfFile, p: &Profile, out: &mut dyn Write) -> Result<(), Ex
             let l = line(p, at.key.frame, at.loc, s.ip, None);
             print_line(out, ' ', &l)?;
             writeln!(out)?;
-        } else {
-            writeln!(out)?;
-            for &n in &chain {
-                let (_, frame) = p.stacks.nodes[n as usize];
-                let loc = p.stack_locs[n as usize];
-                let l = line(p, frame, loc, 0, Some(n));
-                print_line(out, '\t', &l)?;
-                writeln!(out)?;
-            }
+            return Ok(());
+        }
+        writeln!(out)?;
+        for &n in &chain {
+            let (_, frame) = p.stacks.nodes[n as usize];
+            let loc = p.stack_locs[n as usize];
+            let l = line(p, frame, loc, 0, Some(n));
+            print_line(out, '\t', &l)?;
             writeln!(out)?;
         }
-    }
-    Ok(())
+        writeln!(out)?;
+        Ok(())
+    })
 }
 
 /// Whether perf discards a call chain: one with a context marker it does
