@@ -119,6 +119,45 @@ impl FileHeader {
         out
     }
 
+    /// The data section, the feature index after it and every feature
+    /// section lie inside `file` (the whole file's bytes).
+    ///
+    /// Why an error and not a warning: a data section past the end read as
+    /// an empty one, and the report said "no samples" with exit 0 for a
+    /// file whose header had four bytes changed. A recording that never
+    /// finished (data size 0, the crash or SIGKILL case) is read to the
+    /// end of the file and has no feature index to check.
+    pub fn check_sections(&self, file: &[u8]) -> Result<()> {
+        let len = file.len() as u64;
+        let d = self.data;
+        let end = d.offset.checked_add(d.size).filter(|&e| e <= len);
+        let Some(end) = end.filter(|_| d.offset >= HEADER_SIZE) else {
+            return Err(Error::parse(
+                40,
+                format!(
+                    "data section [{:#x}, +{:#x}) lies outside the {len}-byte file (the header is damaged, or the file was cut short)",
+                    d.offset, d.size
+                ),
+            ));
+        };
+        let bits: Vec<u32> = self.feature_bits().collect();
+        if d.size == 0 || bits.is_empty() {
+            return Ok(());
+        }
+        let index = Section {
+            offset: end,
+            size: bits.len() as u64 * 16,
+        };
+        let range = index.range(len, end, "feature index")?;
+        let mut c = Cursor::new(&file[range], end);
+        for bit in bits {
+            let at = c.offset();
+            let sec = Section::read(&mut c, "feature index")?;
+            sec.range(len, at, &format!("feature {}", feature_name(bit)))?;
+        }
+        Ok(())
+    }
+
     pub fn has_feature(&self, bit: u32) -> bool {
         bit < 256 && self.features[(bit / 64) as usize] & (1 << (bit % 64)) != 0
     }
@@ -127,4 +166,29 @@ impl FileHeader {
     pub fn feature_bits(&self) -> impl Iterator<Item = u32> + '_ {
         (0..256).filter(|&b| self.has_feature(b))
     }
+}
+
+/// A feature bit as perf's headers name it (HEADER_*), for messages.
+pub(crate) fn feature_name(bit: u32) -> String {
+    use crate::features::feature as f;
+    let name = match bit {
+        f::TRACING_DATA => "TRACING_DATA",
+        f::BUILD_ID => "BUILD_ID",
+        f::HOSTNAME => "HOSTNAME",
+        f::OSRELEASE => "OSRELEASE",
+        f::VERSION => "VERSION",
+        f::ARCH => "ARCH",
+        f::NRCPUS => "NRCPUS",
+        f::CPUDESC => "CPUDESC",
+        f::CPUID => "CPUID",
+        f::TOTAL_MEM => "TOTAL_MEM",
+        f::CMDLINE => "CMDLINE",
+        f::EVENT_DESC => "EVENT_DESC",
+        f::SAMPLE_TIME => "SAMPLE_TIME",
+        f::BPF_PROG_INFO => "BPF_PROG_INFO",
+        f::BPF_BTF => "BPF_BTF",
+        f::COMPRESSED => "COMPRESSED",
+        _ => return format!("#{bit}"),
+    };
+    name.into()
 }

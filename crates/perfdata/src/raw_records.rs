@@ -55,6 +55,8 @@ pub struct RawRecords<'f> {
     timed: bool,
     /// Pages of the mapping before this are released.
     released: u64,
+    /// A header section outside the file: the first item returned.
+    broken: Option<Error>,
 }
 
 impl<'f> RawRecords<'f> {
@@ -67,6 +69,14 @@ impl<'f> RawRecords<'f> {
             order: RoundOrder::default(),
             timed: file.attrs.entries()[0].attr.sample_type & st::TIME != 0,
             released: pos,
+            broken: file
+                .header()
+                .check_sections(data)
+                .err()
+                .map(|e| match file.path() {
+                    Some(p) => e.with_path(p),
+                    None => e,
+                }),
         }
     }
 
@@ -111,6 +121,10 @@ impl<'f> Iterator for RawRecords<'f> {
     // was inlined there, 4% of a flat report's CPU.
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
+        if let Some(e) = self.broken.take() {
+            self.pos = self.end;
+            return Some(Err(e));
+        }
         if self.pos >= self.end {
             if self.released < self.end {
                 if let Some(m) = &self.file.map {

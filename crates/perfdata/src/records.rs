@@ -83,6 +83,8 @@ pub struct Records<'f> {
     next_flush: u64,
     max_time: u64,
     done: bool,
+    /// A header section outside the file: returned by the first `next`.
+    broken: Option<Error>,
     /// Problems that did not stop reading (an unterminated file's partial
     /// last record, timestamps out of order beyond a round).
     pub warnings: Vec<String>,
@@ -113,6 +115,11 @@ impl<'f> Records<'f> {
             next_flush: 0,
             max_time: 0,
             done: false,
+            broken: file
+                .header()
+                .check_sections(file.all_bytes())
+                .err()
+                .map(|e| named(e, &file.path)),
             warnings: Vec::new(),
         }
     }
@@ -121,6 +128,11 @@ impl<'f> Records<'f> {
     // `Iterator`; `next` keeps the familiar name.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<RecordRef<'_>>> {
+        if let Some(e) = self.broken.take() {
+            self.done = true;
+            self.pos = self.end;
+            return Err(e);
+        }
         let src = loop {
             if !self.ready.is_empty() {
                 break Next::Ready;
