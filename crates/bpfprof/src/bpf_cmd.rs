@@ -161,6 +161,24 @@ fn show(id: u32, xlated: bool, jited: bool, linum: bool) -> Result<()> {
         i.jited_prog_len,
         i.map_ids
     );
+    // What bpftool prints too, and where the program is attached: what
+    // runs it, next to what it costs.
+    let meta = sys::prog_meta_snapshot()
+        .ok()
+        .and_then(|mut m| m.remove(&id))
+        .unwrap_or_default();
+    println!(
+        "\tmemlock {}  gpl {}  pids {}",
+        sys::prog_memlock(id).map_or("-".into(), |m| format!("{m}B")),
+        if i.gpl_compatible { "yes" } else { "no" },
+        columns::owners(&meta.owners)
+    );
+    for a in &meta.attach {
+        match a.link_id {
+            Some(l) => println!("\tattached: {} {} (link {l})", a.kind, a.target),
+            None => println!("\tattached: {} {}", a.kind, a.target),
+        }
+    }
     if i.run_cnt != 0 || i.run_time_ns != 0 {
         println!("\trun_cnt {}  run_time_ns {}", i.run_cnt, i.run_time_ns);
     }

@@ -279,6 +279,19 @@ fn bpf_show_takes_names_tags_and_pins_as_bpftool_does() {
         "pinned"
     );
 
+    // `bpf show` says where it is attached, as bpftool's link says.
+    let link_pin = a.pin_dir.join(RAW_PROG);
+    let l = bpftool(&["link", "show", "pinned", link_pin.to_str().unwrap()]);
+    let shown = support::stdout(support::bpfprof().args(["bpf", "show", &raw.to_string()]));
+    let want = format!(
+        "\tattached: raw_tracepoint {} (link {})",
+        l["tp_name"].as_str().unwrap(),
+        l["id"]
+    );
+    assert!(shown.lines().any(|x| x == want), "{want:?} in:\n{shown}");
+    let owner = format!("pids attach_pin({})", a.loader_pid);
+    assert!(shown.contains(&owner), "{owner:?} in:\n{shown}");
+
     // A pinned link is no program: said, with where to look instead.
     let link = a.pin_dir.join(RAW_PROG);
     let out = support::bpfprof()
