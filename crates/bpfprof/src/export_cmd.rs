@@ -24,6 +24,9 @@ pub enum Format {
     Pprof,
     /// The Firefox Profiler's format (open it at profiler.firefox.com).
     Firefox,
+    /// One self-contained HTML report: summary, BPF programs, source
+    /// lines, flame graph.
+    Html,
 }
 
 #[derive(Debug, clap::Args)]
@@ -104,6 +107,7 @@ pub fn run(a: &ExportArgs) -> Result<()> {
         Format::Folded => export::folded::write(&p, &filters, &mut out),
         Format::Svg => export::svg::write(&p, &filters, &title, &mut out),
         Format::Pprof => export::pprof::write(&p, &filters, &mut out),
+        Format::Html => export::html::write(&p, &filters, &title, &mut out),
         Format::Firefox => export::firefox::write(&file, &p, &filters, &title, &mut out),
     }
     .with_context(|| format!("writing {}", what()))?;

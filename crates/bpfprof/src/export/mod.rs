@@ -11,6 +11,7 @@
 mod bpf_frames;
 pub mod firefox;
 pub mod folded;
+pub mod html;
 pub mod pprof;
 mod pprof_proto;
 pub mod script;

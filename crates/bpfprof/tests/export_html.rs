@@ -1,0 +1,88 @@
+//! `export --format html` opened in headless Chromium with the network
+//! refused: the file names nothing outside itself, the DOM has the summary,
+//! the programs table with the demo program's cost parts, its source
+//! lines and the flame graph; a `#q=` search hides the rows it does not
+//! match; the screenshot shows the embedded flame graph's BPF frames.
+
+mod export_util;
+mod support;
+
+use export_util::chromium;
+
+#[test]
+fn the_html_report_is_self_contained_searchable_and_renders() {
+    if !support::live(false) || !chromium::has_chromium() {
+        return;
+    }
+    let dir = support::tempdir();
+    let data = support::path(&dir, "demo.data");
+    support::run(
+        support::bpfprof()
+            .args(["record", "--demo", "-g", "--duration", "2", "-o"])
+            .arg(&data),
+    );
+    let html_path = support::path(&dir, "demo.html");
+    support::run(
+        support::bpfprof()
+            .args(["export", "--format", "html", "-i"])
+            .arg(&data)
+            .arg("-o")
+            .arg(&html_path),
+    );
+    let html = std::fs::read_to_string(&html_path).unwrap();
+
+    // Nothing to fetch: every reference is inline (a data URL) or local.
+    for attr in ["src=\"", "href=\"", "url("] {
+        for (i, _) in html.match_indices(attr) {
+            let target = &html[i + attr.len()..];
+            assert!(
+                target.starts_with("data:") || target.starts_with('#'),
+                "{attr}{}",
+                &target[..target.len().min(60)]
+            );
+        }
+    }
+    assert!(!html.contains("<link"), "no linked resources");
+
+    let json = support::stdout(
+        support::bpfprof()
+            .args(["report", "--bpf", "--json", "-i"])
+            .arg(&data),
+    );
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let demo = v["programs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "bpfprof_demo")
+        .expect("the demo program")
+        .clone();
+    let id = demo["id"].as_u64().unwrap();
+    let own = demo["samples"]["self"].as_u64().unwrap();
+    let hook = demo["samples"]["hook"].as_u64().unwrap();
+
+    let dom = chromium::dom(&html_path);
+    assert!(dom.contains("id=\"summary\""));
+    let row = dom
+        .split("<tr")
+        .find(|r| r.contains(&format!("<td>{id}</td>")) && r.contains("bpfprof_demo"))
+        .expect("the demo program's row");
+    assert!(row.contains(&format!("<td>{own} (")), "self: {row}");
+    assert!(row.contains(&format!("<td>{hook} (")), "hook: {row}");
+    assert!(dom.contains("bpfprof_demo.bpf.c:"), "source lines");
+    assert!(dom.contains("<iframe"), "the flame graph");
+
+    // A search from the address: rows without the text are hidden.
+    let url = format!("{}#q=meta_getppid", html_path.display());
+    let searched = chromium::dom(std::path::Path::new(&url));
+    let demo_row = searched
+        .split("<tr")
+        .find(|r| r.contains(&format!("<td>{id}</td>")))
+        .expect("the demo row is still in the DOM");
+    assert!(demo_row.contains("class=\"hidden\""), "{demo_row}");
+
+    // The picture: the embedded flame graph drew its BPF frames.
+    let (_, _, px) = chromium::screenshot(&html_path, 3000);
+    let bpf_px = px.chunks(4).filter(|p| p[..3] == [110, 90, 230]).count();
+    assert!(bpf_px > 50, "{bpf_px} BPF-coloured pixels");
+}
