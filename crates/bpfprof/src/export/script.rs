@@ -39,8 +39,11 @@ pub fn write(file: &PerfFile, p: &Profile, out: &mut dyn Write) -> Result<(), Ex
             .map_or(":-1", String::as_str);
         let (secs, usecs) = (s.time / 1_000_000_000, s.time % 1_000_000_000 / 1000);
         chain.clear();
-        let mut node = at.node;
-        while node != 0 && !corrupt(s.callchain()) {
+        let mut node = match corrupt(s.callchain()) {
+            true => 0,
+            false => at.node,
+        };
+        while node != 0 {
             chain.push(node);
             node = p.stacks.nodes[node as usize].0;
         }
