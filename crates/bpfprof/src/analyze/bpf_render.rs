@@ -62,10 +62,11 @@ fn attach_point(pr: &ProgSummary) -> String {
 pub fn table(s: &BpfSummary, limit: Option<usize>, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "#")?;
     if s.programs.is_empty() {
+        let unnamed: u64 = s.unattributed.iter().map(|u| u.1).sum();
         writeln!(
             out,
-            "# No BPF program is known to the recording ({} samples in unnamed BPF code).",
-            s.samples
+            "# No BPF program is known to the recording ({} in BPF code of no known program).",
+            plural(unnamed as usize, "sample", "samples")
         )?;
     } else if s.callchains {
         let total: u64 = s.programs.iter().filter_map(|p| p.samples.total).sum();
