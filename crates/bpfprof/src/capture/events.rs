@@ -216,6 +216,12 @@ pub fn permission_hint() -> String {
         Some(p) => format!("perf_event_paranoid is {p}."),
         None => "perf_event_paranoid could not be read.".into(),
     };
+    let what = match super::caps::effective()
+        .and_then(|eff| super::caps::lacking(eff, &[super::caps::CAP_PERFMON]))
+    {
+        Some(l) => format!("{what} Here {l}."),
+        None => format!("{what} This process has CAP_PERFMON, so a security module (or a container) refuses it."),
+    };
     format!(
         "{what}\nFix: run as root or grant CAP_PERFMON and CAP_BPF (sudo setcap cap_perfmon,cap_bpf+ep {}), or lower it with `sysctl kernel.perf_event_paranoid=-1`.",
         std::env::current_exe()

@@ -11,6 +11,7 @@
 
 pub mod bpf;
 pub mod buildid;
+pub mod caps;
 pub mod demo;
 pub mod events;
 pub mod features;

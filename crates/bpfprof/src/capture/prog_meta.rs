@@ -40,6 +40,7 @@ impl MetaBook {
             Ok(s) => self.merge(s),
             Err(e) => {
                 self.error.get_or_insert_with(|| {
+                    let e = super::caps::bpf_listing_refused(&e).unwrap_or_else(|| e.to_string());
                     format!("owners and attachments of BPF programs not captured: {e}")
                 });
             }

@@ -357,6 +357,11 @@ fn record_target(
         r => r?,
     };
 
+    if !opts.quiet {
+        for r in super::caps::restrictions() {
+            eprintln!("bpfprof: {r}");
+        }
+    }
     let book: SharedBook = Arc::new(Mutex::new(BpfBook::default()));
     let mut side = None;
     if opts.bpf_events {

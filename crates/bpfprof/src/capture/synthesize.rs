@@ -198,6 +198,7 @@ impl Synth<'_> {
                     book.insert(p);
                 }
                 Err(e) if id == 0 => {
+                    let e = super::caps::bpf_listing_refused(&e).unwrap_or_else(|| e.to_string());
                     self.warnings.push(format!(
                         "cannot list BPF programs ({e}): programs loaded before the recording will be [unknown]"
                     ));
