@@ -185,10 +185,17 @@ fn clang_program_reads_back_like_bpftool() {
     }
 
     // The machine code, against GNU objdump.
-    if let (Some(objdump), Some(bpfinfo::Arch::X86_64)) =
-        (common::tool("objdump"), bpfinfo::Arch::host())
-    {
-        assert!(common::compare_with_objdump(&objdump, &prog) > 50);
+    // (objdump's x86 syntax is what we compare with: other hosts have no
+    // oracle here; a missing objdump goes through the gate.)
+    if bpfinfo::Arch::host() == Some(bpfinfo::Arch::X86_64) {
+        match common::tool("objdump") {
+            Some(objdump) => assert!(common::compare_with_objdump(&objdump, &prog) > 50),
+            None => {
+                common::unavailable(
+                    "the machine-code check needs GNU objdump (apt-get install binutils)",
+                );
+            }
+        }
     }
 
     // Run it through our own BPF_PROG_TEST_RUN.

@@ -417,8 +417,12 @@ fn xlated_view_carries_the_loop_shares() {
                 .unwrap_or_else(|| panic!("bpftool has no instruction {idx}:\n{bt}"));
             assert_eq!(x["text"].as_str(), Some(want), "instruction {idx}");
         }
-    } else if std::env::var_os("CI").is_some() {
-        panic!("bpftool is not installed (CI is set, so this fails instead of skipping)");
+    } else {
+        // Through the gate: a printed reason, or a failure under CI.
+        support::require(
+            false,
+            "the instruction-for-instruction check needs bpftool (apt-get install bpftool)",
+        );
     }
 }
 

@@ -7,6 +7,7 @@
 //! the same. The ordered pass itself is held against `perf report` in
 //! report_vs_perf.rs and report_live.rs.
 
+mod perf_start;
 mod record_util;
 mod support;
 
@@ -32,17 +33,21 @@ const PROGRAMS: u32 = 30;
 /// `perf record -a` with a second event, over BPF and exec churn.
 fn record_churn(out: &Path) {
     let _one = RECORDING.lock().unwrap_or_else(|e| e.into_inner());
-    let mut perf = Command::new("perf")
-        .args(["record", "-a", "-F", "4999", "-e", "cpu-clock", "-e"])
-        .arg("task-clock")
-        .arg("-o")
-        .arg(out)
-        .args(["--", "sleep", "6"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start perf record");
-    std::thread::sleep(Duration::from_millis(1000));
+    // Churn only once perf records (polled, not a guessed sleep).
+    let mut perf = perf_start::spawn_ready(
+        &[
+            "record",
+            "-a",
+            "-F",
+            "4999",
+            "-e",
+            "cpu-clock",
+            "-e",
+            "task-clock",
+        ],
+        out,
+        "6",
+    );
     // Short processes, each a fresh exec with its own maps, busy enough to
     // be sampled in user and kernel mode.
     let mut shells = Command::new("sh")

@@ -2,9 +2,9 @@
 //! while generated BPF programs run: programs loaded before the recording,
 //! loaded during it, and unloaded before it ends.
 
+mod perf_start;
 mod support;
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bpfinfo::testprog::TestProg;
@@ -26,16 +26,8 @@ fn flat_report_agrees_with_perf_on_a_perf_recording_with_bpf() {
         .attach_tracepoint("syscalls", "sys_enter_getpid")
         .expect("attach");
 
-    let perf = Command::new("perf")
-        .args(["record", "-a", "-F", "1999", "-o"])
-        .arg(&data)
-        .args(["--", "sleep", "3"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start perf record");
-    // Let perf start, then run programs while it records.
-    std::thread::sleep(Duration::from_millis(700));
+    // Once perf records (polled, not guessed), run programs.
+    let perf = perf_start::spawn_ready(&["record", "-a", "-F", "1999"], &data, "3");
     support::getpid_until(Instant::now() + Duration::from_millis(800));
     let during = TestProg::builder()
         .name("rep_during")

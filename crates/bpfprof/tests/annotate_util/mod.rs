@@ -16,6 +16,9 @@ use perfdata::{Features, PerfFile, PerfFileWriter};
 
 use crate::support;
 
+#[path = "../perf_start/mod.rs"]
+mod perf_start;
+
 use testkit::tool;
 
 /// A recording made by Linux perf while a generated program ran, and what
@@ -125,19 +128,20 @@ fn record(name: &str, seed: u32, perf_args: &[&str], load_during: bool) -> Recor
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("make the recording's folder");
     let data = dir.join("perf.data");
+    let mut args = vec!["record", "-a", "-F", "2999"];
+    args.extend_from_slice(perf_args);
     let mut perf = Command::new("perf");
-    perf.args(["record", "-a", "-F", "2999"])
-        .args(perf_args)
+    perf.args(&args)
         .arg("-o")
         .arg(&data)
-        .args(["--", "sleep", if load_during { "4" } else { "3" }])
+        .args(["--", "sleep", "3"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     let mut early = None;
     if load_during {
-        early = Some(perf.spawn().expect("start perf record"));
-        // Let perf start (and finish synthesizing) first.
-        std::thread::sleep(Duration::from_millis(1500));
+        // perf must record (and be done synthesizing) before the load:
+        // polled for, not a guessed sleep.
+        early = Some(perf_start::spawn_ready(&args, &data, "4"));
     }
     let prog = TestProg::builder()
         .name(name)
