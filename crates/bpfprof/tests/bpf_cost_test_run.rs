@@ -6,7 +6,6 @@
 
 mod support;
 
-
 use bpfinfo::testprog::{TestProg, TestProgKind};
 use serde_json::Value;
 
