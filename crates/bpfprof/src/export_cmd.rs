@@ -1,5 +1,6 @@
-//! `bpfprof export`: a recording as collapsed stacks, a flame graph or a
-//! pprof profile, for the tools people already use.
+//! `bpfprof export`: a recording as collapsed stacks, a flame graph, a
+//! pprof or Firefox Profiler profile, or one HTML report, for the tools
+//! people already use.
 
 use std::fs::OpenOptions;
 use std::io::{BufWriter, Write};
@@ -72,6 +73,8 @@ pub fn open_output(path: Option<&Path>) -> Result<Box<dyn Write>> {
 
 pub fn run(a: &ExportArgs) -> Result<()> {
     let file = a.input.open()?;
+    // Before the work, so that an unwritable output fails at once.
+    let mut out = open_output(a.output.as_deref())?;
     let callchains = has_callchains(&file);
     if !callchains {
         eprintln!(
@@ -101,7 +104,6 @@ pub fn run(a: &ExportArgs) -> Result<()> {
         Some(o) if o != Path::new("-") => o.display().to_string(),
         _ => "standard output".into(),
     };
-    let mut out = open_output(a.output.as_deref())?;
     let title = format!("{} ({})", a.input.input.display(), p.event);
     match a.format {
         Format::Folded => export::folded::write(&p, &filters, &mut out),
@@ -110,7 +112,8 @@ pub fn run(a: &ExportArgs) -> Result<()> {
         Format::Html => export::html::write(&p, &filters, &title, &mut out),
         Format::Firefox => export::firefox::write(&file, &p, &filters, &title, &mut out),
     }
-    .with_context(|| format!("writing {}", what()))?;
+    // The error says whether reading or writing failed; name both files.
+    .with_context(|| format!("exporting {} to {}", a.input.input.display(), what()))?;
     out.flush().with_context(|| format!("writing {}", what()))?;
     Ok(())
 }
