@@ -82,7 +82,13 @@ fn the_html_report_is_self_contained_searchable_and_renders() {
     assert!(demo_row.contains("class=\"hidden\""), "{demo_row}");
 
     // The picture: the embedded flame graph drew its BPF frames.
-    let (_, _, px) = chromium::screenshot(&html_path, 3000);
+    // The page: tables above, then the graph's frame at its own height.
+    let frame: usize = html
+        .split_once("<iframe title=\"flame graph\" style=\"height:")
+        .and_then(|(_, r)| r.split_once("px"))
+        .and_then(|(h, _)| h.parse().ok())
+        .expect("the flame graph's frame height");
+    let (_, _, px) = chromium::screenshot(&html_path, (frame + 2000).min(10000));
     let bpf_px = px.chunks(4).filter(|p| p[..3] == [110, 90, 230]).count();
     assert!(bpf_px > 50, "{bpf_px} BPF-coloured pixels");
 }

@@ -24,10 +24,10 @@ pub struct BpfFrame {
 }
 
 impl BpfFrame {
-    /// One line for a tooltip: the name, then everything known in one
-    /// parenthesis, without nested ones (flame graph scripts take the
-    /// label back from the title by cutting its last parenthesis).
-    pub fn describe(&self, name: &str) -> String {
+    /// Everything known, in a fixed order, without parentheses (flame
+    /// graph scripts take a frame's label back from its title by cutting
+    /// the title's last parenthesis, which must not nest).
+    pub fn detail(&self) -> String {
         let mut s = format!(
             "BPF program {} {}, tag {}, sub-program {}",
             self.prog_id, self.prog_name, self.tag, self.sub
@@ -38,7 +38,7 @@ impl BpfFrame {
         if let Some((file, line)) = &self.source {
             s += &format!(", {file}:{line}");
         }
-        format!("{name} ({})", s.replace('(', "[").replace(')', "]"))
+        s.replace('(', "[").replace(')', "]")
     }
 }
 

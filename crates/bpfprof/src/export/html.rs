@@ -21,7 +21,7 @@ table{border-collapse:collapse;margin:.5em 0}\
 td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}\
 td.l,th.l{text-align:left}tr.hidden{display:none}\
 pre{background:#f6f6f6;padding:.5em}\
-iframe{width:100%;height:80vh;border:1px solid #ccc}";
+iframe{width:100%;border:1px solid #ccc}";
 
 /// Hides the rows of tables marked `searchable` that do not contain the
 /// search box's text; `#q=TEXT` in the address searches on load, so that
@@ -61,9 +61,14 @@ pub fn write(
         write_programs(s, out)?;
         write_lines(p, filters, s, out)?;
     }
+    // As tall as the graph, which grows upwards: in a shorter frame the
+    // bottom rows (the outermost callers, and often BPF code) would be
+    // scrolled out of sight.
+    let height = svg_height(&svg).map_or(600, |h| h + 20);
     writeln!(
         out,
-        "<h2>Flame graph</h2>\n<iframe title=\"flame graph\" src=\"data:image/svg+xml;base64,{}\"></iframe>",
+        "<h2>Flame graph</h2>\n<iframe title=\"flame graph\" style=\"height:{height}px\" \
+         src=\"data:image/svg+xml;base64,{}\"></iframe>",
         base64(&svg)
     )?;
     writeln!(out, "</body></html>")?;
@@ -204,6 +209,14 @@ fn write_lines(
         writeln!(out, "</tbody></table>")?;
     }
     Ok(())
+}
+
+/// The `height` of the SVG's root element (inferno's first `height=`).
+fn svg_height(svg: &[u8]) -> Option<usize> {
+    let text = std::str::from_utf8(&svg[..svg.len().min(4096)]).ok()?;
+    let start = text.find("<svg")?;
+    let h = text[start..].split_once("height=\"")?.1.split_once('"')?.0;
+    h.parse().ok()
 }
 
 fn escape(s: &str) -> String {

@@ -2,7 +2,7 @@
 //! in which BPF functions have a colour of their own and a title that says
 //! which program, tag, sub-program and source line they are.
 
-use std::collections::BTreeSet;
+use std::collections::HashMap;
 use std::io::Write;
 
 use inferno::flamegraph::color::{Color, PaletteMap};
@@ -33,7 +33,7 @@ pub fn write(
     let stacks = folded::lines(p, filters);
     let lines: Vec<String> = stacks.iter().map(|(s, n)| format!("{s} {n}")).collect();
     let mut palette = PaletteMap::default();
-    let attrs = bpf_attrs(p, &mut palette)?;
+    let (attrs, details) = bpf_attrs(p, &mut palette)?;
     let mut opts = Options::default();
     opts.title = title.to_string();
     opts.count_name = "samples".into();
@@ -48,15 +48,49 @@ pub fn write(
         )?;
         return Ok(());
     }
-    flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)?;
+    let mut svg = Vec::new();
+    flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), &mut svg)?;
+    out.write_all(with_details(&String::from_utf8_lossy(&svg), &details).as_bytes())?;
     Ok(())
 }
 
-/// Colours and titles of the BPF functions in the profile, by name (the
-/// key inferno looks frames up by).
-fn bpf_attrs(p: &Profile, palette: &mut PaletteMap) -> std::io::Result<FuncFrameAttrsMap> {
+/// Put each BPF frame's details into its title, in front of the counts
+/// inferno wrote there: `name (details; N samples, X%)`. (A title set
+/// through inferno's attributes would replace the counts: it is one per
+/// function, not per frame.)
+fn with_details(svg: &str, details: &HashMap<String, String>) -> String {
+    let open = format!("<g class=\"{BPF_CLASS}\"><title>");
+    let mut out = String::with_capacity(svg.len() + details.len() * 128);
+    let mut rest = svg;
+    while let Some(i) = rest.find(&open) {
+        let start = i + open.len();
+        out.push_str(&rest[..start]);
+        rest = &rest[start..];
+        let title = &rest[..rest.find("</title>").unwrap_or(0)];
+        if let Some(paren) = title.rfind(" (") {
+            if let Some(d) = details.get(&title[..paren]) {
+                out.push_str(&title[..paren + 2]);
+                out.push_str(&escape(d));
+                out.push_str("; ");
+                rest = &rest[paren + 2..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Colours and classes of the BPF functions in the profile, by name (the
+/// key inferno looks frames up by), and their details as XML-ready names
+/// (inferno escapes the names it writes).
+type Details = HashMap<String, String>;
+
+fn bpf_attrs(
+    p: &Profile,
+    palette: &mut PaletteMap,
+) -> std::io::Result<(FuncFrameAttrsMap, Details)> {
     let mut bpf = BpfFrames::default();
-    let mut seen = BTreeSet::new();
+    let mut seen: Details = HashMap::new();
     let mut spec = String::new();
     for n in &p.stacks.nodes[1.min(p.stacks.nodes.len())..] {
         note(p, &mut bpf, n.1, &mut seen, &mut spec, palette);
@@ -66,14 +100,15 @@ fn bpf_attrs(p: &Profile, palette: &mut PaletteMap) -> std::io::Result<FuncFrame
     }
     // inferno reads per-function attributes only in its nameattr file
     // format: one line per function, tab-separated `name=value` pairs.
-    FuncFrameAttrsMap::from_reader(spec.as_bytes())
+    let attrs = FuncFrameAttrsMap::from_reader(spec.as_bytes())?;
+    Ok((attrs, seen))
 }
 
 fn note(
     p: &Profile,
     bpf: &mut BpfFrames,
     f: crate::symbolize::Frame,
-    seen: &mut BTreeSet<String>,
+    seen: &mut Details,
     spec: &mut String,
     palette: &mut PaletteMap,
 ) {
@@ -81,24 +116,24 @@ fn note(
         return;
     }
     let name = frame_name(p, f).into_owned();
-    if !seen.insert(name.clone()) {
+    if seen.contains_key(&escape(&name)) {
         return;
     }
     palette.insert(&name, BPF_COLOR);
-    let title = match bpf.frame(p, f) {
-        Some(b) => b.describe(&name),
-        None => format!("{name} (BPF code, no program recorded)"),
+    let detail = match bpf.frame(p, f) {
+        Some(b) => b.detail(),
+        None => "BPF code, no program recorded".into(),
     };
-    let clean = |s: &str| s.replace(['\t', '\n', '"'], " ");
     spec.push_str(&format!(
-        "{}\ttitle={}\tclass={BPF_CLASS}\n",
-        clean(&name),
-        clean(&title)
+        "{}\tclass={BPF_CLASS}\n",
+        name.replace(['\t', '\n'], " ")
     ));
+    seen.insert(escape(&name), detail);
 }
 
 fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
