@@ -35,40 +35,11 @@ impl Ring {
     /// Pass every complete record to `f`, then hand the space back to the
     /// kernel. `f` returns false to stop early (e.g. on a write error); the
     /// records not yet seen stay in the ring.
-    pub fn drain(&mut self, mut f: impl FnMut(&[u8]) -> bool) -> Drained {
-        let mut d = Drained::default();
+    pub fn drain(&mut self, f: impl FnMut(&[u8]) -> bool) -> Drained {
         let (a, b) = self.map.pending();
-        let total = a.len() + b.len();
-        let mut off = 0usize;
-        while off + 8 <= total {
-            let size = header_size(a, b, off) as usize;
-            if size < 8 || off + size > total {
-                // A size that cannot be right: drop the rest rather than spin.
-                d.garbage = size < 8;
-                if d.garbage {
-                    off = total;
-                }
-                break;
-            }
-            let ok = if off + size <= a.len() {
-                f(&a[off..off + size])
-            } else if off >= a.len() {
-                f(&b[off - a.len()..off - a.len() + size])
-            } else {
-                self.scratch.clear();
-                self.scratch.extend_from_slice(&a[off..]);
-                self.scratch.extend_from_slice(&b[..size - (a.len() - off)]);
-                f(&self.scratch)
-            };
-            if !ok {
-                break;
-            }
-            off += size;
-            d.records += 1;
-        }
-        d.bytes = off;
-        if off > 0 {
-            self.map.advance(off);
+        let d = decode(a, b, &mut self.scratch, f);
+        if d.bytes > 0 {
+            self.map.advance(d.bytes);
         }
         d
     }
@@ -76,6 +47,49 @@ impl Ring {
     pub fn data_size(&self) -> usize {
         self.map.data_size()
     }
+}
+
+/// Split the pending bytes of a ring, `a` then `b` (the part that wrapped
+/// around to the start of the data area), into records for `f`. A record
+/// that straddles the two is copied into `scratch`. Kept apart from the
+/// mapping so that it can be fuzzed.
+pub fn decode(
+    a: &[u8],
+    b: &[u8],
+    scratch: &mut Vec<u8>,
+    mut f: impl FnMut(&[u8]) -> bool,
+) -> Drained {
+    let mut d = Drained::default();
+    let total = a.len() + b.len();
+    let mut off = 0usize;
+    while off + 8 <= total {
+        let size = header_size(a, b, off) as usize;
+        if size < 8 || off + size > total {
+            // A size that cannot be right: drop the rest rather than spin.
+            d.garbage = size < 8;
+            if d.garbage {
+                off = total;
+            }
+            break;
+        }
+        let ok = if off + size <= a.len() {
+            f(&a[off..off + size])
+        } else if off >= a.len() {
+            f(&b[off - a.len()..off - a.len() + size])
+        } else {
+            scratch.clear();
+            scratch.extend_from_slice(&a[off..]);
+            scratch.extend_from_slice(&b[..size - (a.len() - off)]);
+            f(scratch)
+        };
+        if !ok {
+            break;
+        }
+        off += size;
+        d.records += 1;
+    }
+    d.bytes = off;
+    d
 }
 
 /// The `size` field of the header at `off` in the two-part region.
