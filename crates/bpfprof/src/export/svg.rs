@@ -39,6 +39,8 @@ pub fn write(
     opts.count_name = "samples".into();
     opts.palette_map = Some(&mut palette);
     opts.func_frameattrs = attrs;
+    // The lines come sorted (a BTreeMap): inferno need not sort again.
+    opts.no_sort = true;
     if stacks.is_empty() {
         // inferno refuses to draw nothing; an empty graph says more.
         writeln!(
