@@ -32,8 +32,11 @@ else
         bench/workload.sh $((DUR + 3)) >/dev/null 2>&1 &
         pids+=($!)
     else
-        bpftrace -e 'tracepoint:syscalls:sys_enter_getppid { @c[pid] = count(); }' >/dev/null 2>&1 &
+        bpftrace -e 'tracepoint:syscalls:sys_enter_getppid { @c[pid] = count(); }' >"$dir/bt" 2>&1 &
         pids+=($!)
+        # perf must not start while bpftrace loads its program (perf 6.1
+        # can abort on BPF events it is still synthesizing): wait for it.
+        for _ in $(seq 100); do grep -q Attaching "$dir/bt" && break; sleep 0.2; done
         python3 -c "
 import os, time
 end = time.time() + $DUR + 3
