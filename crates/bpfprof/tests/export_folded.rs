@@ -70,7 +70,7 @@ fn folded_stacks_agree_with_perf_script_and_the_bpf_view() {
     let mut leaves: BTreeMap<&str, u64> = BTreeMap::new();
     for (s, n) in &ours {
         let leaf = s.rsplit(';').next().unwrap();
-        if leaf.starts_with("bpf_prog_") {
+        if is_bpf_function(leaf) {
             *leaves.entry(leaf).or_insert(0) += n;
         }
     }
@@ -127,4 +127,12 @@ fn a_recording_without_call_chains_exports_flat_with_a_note() {
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&file).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600, "profiles reveal addresses");
+}
+
+/// A BPF function's kernel name, `bpf_prog_<16 hex digits>_<name>`, and
+/// not a kernel function that starts alike (`bpf_prog_get_stats`).
+fn is_bpf_function(name: &str) -> bool {
+    name.strip_prefix("bpf_prog_")
+        .and_then(|r| r.get(..17))
+        .is_some_and(|t| t.ends_with('_') && t[..16].bytes().all(|b| b.is_ascii_hexdigit()))
 }

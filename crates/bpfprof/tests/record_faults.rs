@@ -71,6 +71,7 @@ fn data_size_field(f: &Path) -> u64 {
 
 #[test]
 fn sigkill_leaves_a_file_readable_up_to_the_last_checkpoint() {
+    let _serial = support::one_at_a_time();
     if !live(true) {
         return;
     }
@@ -107,6 +108,7 @@ fn sigkill_leaves_a_file_readable_up_to_the_last_checkpoint() {
 
 #[test]
 fn ring_overflow_is_written_as_lost_records_and_reported() {
+    let _serial = support::one_at_a_time();
     if !live(true) {
         return;
     }
@@ -228,6 +230,7 @@ fn has_setpriv() -> bool {
 
 #[test]
 fn a_user_with_perfmon_and_bpf_records_and_is_told_sys_admin_is_missing() {
+    let _serial = support::one_at_a_time();
     if !live(true) || !require(has_setpriv(), "needs setpriv (util-linux)") {
         return;
     }
@@ -251,6 +254,7 @@ fn a_user_with_perfmon_and_bpf_records_and_is_told_sys_admin_is_missing() {
 
 #[test]
 fn a_user_without_capabilities_is_told_perfmon_is_missing() {
+    let _serial = support::one_at_a_time();
     if !live(true) || !require(has_setpriv(), "needs setpriv (util-linux)") {
         return;
     }
@@ -280,6 +284,7 @@ fn a_user_without_capabilities_is_told_perfmon_is_missing() {
 
 #[test]
 fn unprivileged_bpf_disabled_is_named_for_a_user_without_cap_bpf() {
+    let _serial = support::one_at_a_time();
     if !live(true) || !require(has_setpriv(), "needs setpriv (util-linux)") {
         return;
     }
@@ -299,6 +304,7 @@ fn unprivileged_bpf_disabled_is_named_for_a_user_without_cap_bpf() {
 
 #[test]
 fn kptr_restrict_2_is_said_in_a_sentence() {
+    let _serial = support::one_at_a_time();
     if !live(false) {
         return;
     }
@@ -322,6 +328,7 @@ fn kptr_restrict_2_is_said_in_a_sentence() {
 
 #[test]
 fn missing_tracefs_is_said_in_a_sentence() {
+    let _serial = support::one_at_a_time();
     if !live(false) {
         return;
     }

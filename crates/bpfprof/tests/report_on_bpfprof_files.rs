@@ -32,8 +32,7 @@ fn perf_and_bpfprof_agree_on_a_bpfprof_recording_and_it_annotates() {
     let live = loaded.info().expect("prog info");
     let ksyms = annotate_util::kallsyms_at(&live.info.jited_ksyms);
 
-    // perf's `-a -- sleep 2`: bpfprof record refuses -a with a command
-    // (reported), and has --duration for that.
+    // Two seconds of the whole system (`-a -- sleep 2` works too).
     let child = support::bpfprof()
         .args(["record", "-a", "-g", "-F", "2999", "--duration", "2", "-o"])
         .arg(&data)

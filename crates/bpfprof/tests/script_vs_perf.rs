@@ -76,6 +76,7 @@ fn bpf_lines(text: &str) -> usize {
 
 #[test]
 fn script_prints_perf_scripts_lines_for_bpfprof_and_perf_recordings() {
+    let _serial = support::one_at_a_time();
     let dir = support::tempdir();
     let Some(ours_rec) = export_util::bpf_recording(&dir) else {
         return;
@@ -112,6 +113,7 @@ fn script_prints_perf_scripts_lines_for_bpfprof_and_perf_recordings() {
 
 #[test]
 fn script_without_call_chains_prints_one_line_per_sample() {
+    let _serial = support::one_at_a_time();
     if !support::live(true) {
         return;
     }

@@ -47,7 +47,12 @@ impl Fixture {
         if !Path::new("/usr/include/bpf/libbpf.h").exists() {
             return Err("needs libbpf headers (apt-get install libbpf-dev)".into());
         }
-        let tmp = std::env::temp_dir().join(format!("bpfmeta-{tag}-{}", std::process::id()));
+        // Unique per start: tests of one binary run at once, and a loader
+        // being rebuilt while another test runs it is "Text file busy".
+        static STARTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let unique = format!("bpfmeta-{tag}-{}-{n}", std::process::id());
+        let tmp = std::env::temp_dir().join(&unique);
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
         let obj = tmp.join("owners_attach.o");
@@ -70,7 +75,7 @@ impl Fixture {
             .arg("-o")
             .arg(&loader)
             .arg("-lbpf"))?;
-        let pin_dir = PathBuf::from(format!("/sys/fs/bpf/bpfmeta-{tag}-{}", std::process::id()));
+        let pin_dir = PathBuf::from(format!("/sys/fs/bpf/{unique}"));
         let _ = std::fs::remove_dir_all(&pin_dir);
         std::fs::create_dir_all(&pin_dir).map_err(|e| format!("{}: {e}", pin_dir.display()))?;
         let mut child = Command::new(&loader)
