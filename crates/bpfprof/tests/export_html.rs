@@ -15,20 +15,7 @@ fn the_html_report_is_self_contained_searchable_and_renders() {
         return;
     }
     let dir = support::tempdir();
-    let data = support::path(&dir, "demo.data");
-    support::run(
-        support::bpfprof()
-            .args(["record", "--demo", "-g", "--duration", "2", "-o"])
-            .arg(&data),
-    );
-    let html_path = support::path(&dir, "demo.html");
-    support::run(
-        support::bpfprof()
-            .args(["export", "--format", "html", "-i"])
-            .arg(&data)
-            .arg("-o")
-            .arg(&html_path),
-    );
+    let (data, html_path) = export_util::demo_export(&dir, "html", "demo.html");
     let html = std::fs::read_to_string(&html_path).unwrap();
 
     // Nothing to fetch: every reference is inline (a data URL) or local.

@@ -3,6 +3,7 @@
 //! `-lines` gives BPF functions their BTF source lines, and `-traces`
 //! shows a sub-program under its caller with the sample's labels.
 
+mod export_util;
 mod support;
 
 use std::collections::HashMap;
@@ -47,20 +48,7 @@ fn go_tool_pprof_reads_back_the_reports_shares_and_bpf_lines() {
         return;
     }
     let dir = support::tempdir();
-    let data = support::path(&dir, "demo.data");
-    support::run(
-        support::bpfprof()
-            .args(["record", "--demo", "-g", "--duration", "2", "-o"])
-            .arg(&data),
-    );
-    let pb = support::path(&dir, "demo.pb.gz");
-    support::run(
-        support::bpfprof()
-            .args(["export", "--format", "pprof", "-i"])
-            .arg(&data)
-            .arg("-o")
-            .arg(&pb),
-    );
+    let (data, pb) = export_util::demo_export(&dir, "pprof", "demo.pb.gz");
 
     // The report's rows by symbol, heaviest first.
     let json = support::stdout(

@@ -32,20 +32,7 @@ fn the_flame_graph_renders_with_bpf_frames_coloured_and_titled() {
         return;
     }
     let dir = support::tempdir();
-    let data = support::path(&dir, "demo.data");
-    support::run(
-        support::bpfprof()
-            .args(["record", "--demo", "-g", "--duration", "2", "-o"])
-            .arg(&data),
-    );
-    let svg_path = support::path(&dir, "demo.svg");
-    support::run(
-        support::bpfprof()
-            .args(["export", "--format", "svg", "-i"])
-            .arg(&data)
-            .arg("-o")
-            .arg(&svg_path),
-    );
+    let (data, svg_path) = export_util::demo_export(&dir, "svg", "demo.svg");
     let svg = std::fs::read_to_string(&svg_path).unwrap();
 
     // The demo program (a main function and sub-program `work`, with BTF

@@ -158,3 +158,23 @@ pub fn bpf_subprog_samples(file: &Path) -> BTreeMap<String, u64> {
     }
     out
 }
+
+/// `record --demo -g` for two seconds, exported as `format` to `out` in
+/// `dir`: (the recording, the export).
+pub fn demo_export(dir: &tempfile::TempDir, format: &str, out: &str) -> (PathBuf, PathBuf) {
+    let data = support::path(dir, "demo.data");
+    support::run(
+        support::bpfprof()
+            .args(["record", "--demo", "-g", "--duration", "2", "-o"])
+            .arg(&data),
+    );
+    let exported = support::path(dir, out);
+    support::run(
+        support::bpfprof()
+            .args(["export", "--format", format, "-i"])
+            .arg(&data)
+            .arg("-o")
+            .arg(&exported),
+    );
+    (data, exported)
+}
