@@ -9,10 +9,8 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -188,59 +186,30 @@ struct Recording {
 
 static REC: OnceLock<Recording> = OnceLock::new();
 
-/// Kills bpftrace (which unloads its program) when dropped.
-struct Bpftrace(Child);
-
-impl Drop for Bpftrace {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn rec() -> Option<&'static Recording> {
     // perf script is the oracle for the call-site samples.
     if !support::live(true) {
         return None;
     }
-    let (Some(bpftrace), Some(bpftool)) = (tool("bpftrace"), tool("bpftool")) else {
+    let (Some(_), Some(bpftool)) = (tool("bpftrace"), tool("bpftool")) else {
         support::require(
             false,
             "needs bpftrace and bpftool (apt-get install bpftrace bpftool)",
         );
         return None;
     };
-    Some(REC.get_or_init(|| record(&bpftrace, &bpftool)))
+    Some(REC.get_or_init(|| record(&bpftool)))
 }
 
-fn record(bpftrace: &Path, bpftool: &Path) -> Recording {
+fn record(bpftool: &Path) -> Recording {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("recording-annotate-calls");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let before: BTreeSet<u32> = sys::prog_ids().filter_map(Result::ok).collect();
     // A map update on every getpid: the expensive call of the program.
-    let mut child = Command::new(bpftrace)
-        .args([
-            "-e",
-            "tracepoint:syscalls:sys_enter_getpid { @s[tid, nsecs & 1023] = nsecs; }",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start bpftrace");
-    let stdout = child.stdout.take().unwrap();
-    let guard = Bpftrace(child);
-    // bpftrace says it attaches once the program is loaded.
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if l.starts_with("Attaching") {
-                let _ = tx.send(());
-            }
-        }
-    });
-    rx.recv_timeout(Duration::from_secs(60))
-        .expect("bpftrace did not start within a minute");
+    let guard = support::Bpftrace::start(
+        "tracepoint:syscalls:sys_enter_getpid { @s[tid, nsecs & 1023] = nsecs; }",
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
     let id = loop {
         let new = sys::prog_ids()

@@ -6,25 +6,13 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bpfinfo::sys::{self, Capture};
 use serde_json::Value;
 use testkit::tool;
-
-/// Kills bpftrace (which unloads its program) when dropped.
-struct Bpftrace(Child);
-
-impl Drop for Bpftrace {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Call getppid(2) until `until`: what runs the bpftrace program (getppid,
 /// not getpid, so other tests' getpid programs are not in the way).
@@ -42,7 +30,7 @@ fn xlated_view_without_line_info_says_why_it_has_no_shares() {
     if !support::live(false) {
         return;
     }
-    let (Some(bpftrace), Some(bpftool)) = (tool("bpftrace"), tool("bpftool")) else {
+    let (Some(_), Some(bpftool)) = (tool("bpftrace"), tool("bpftool")) else {
         support::require(
             false,
             "needs bpftrace and bpftool (apt-get install bpftrace bpftool)",
@@ -52,27 +40,9 @@ fn xlated_view_without_line_info_says_why_it_has_no_shares() {
     let dir = support::tempdir();
     let before: BTreeSet<u32> = sys::prog_ids().filter_map(Result::ok).collect();
     // Arithmetic on a run-time value: code of its own to take samples in.
-    let mut child = Command::new(&bpftrace)
-        .args([
-            "-e",
-            "tracepoint:syscalls:sys_enter_getppid { $i = nsecs; unroll(100) { $i = $i * 3 + (($i >> 7) ^ 5); } @x = $i; }",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start bpftrace");
-    let stdout = child.stdout.take().unwrap();
-    let guard = Bpftrace(child);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if l.starts_with("Attaching") {
-                let _ = tx.send(());
-            }
-        }
-    });
-    rx.recv_timeout(Duration::from_secs(60))
-        .expect("bpftrace did not start within a minute");
+    let guard = support::Bpftrace::start(
+        "tracepoint:syscalls:sys_enter_getppid { $i = nsecs; unroll(100) { $i = $i * 3 + (($i >> 7) ^ 5); } @x = $i; }",
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
     let id = loop {
         let new = sys::prog_ids()

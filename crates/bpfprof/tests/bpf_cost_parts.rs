@@ -9,36 +9,9 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
-
-/// bpftrace, killed and reaped when dropped so a failing test unloads it.
-struct Bpftrace(Child);
-
-impl Drop for Bpftrace {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn bpftrace(script: &str) -> Bpftrace {
-    let mut child = Command::new("bpftrace")
-        .args(["-e", script])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("bpftrace starts");
-    // bpftrace says "Attaching N probes..." once its programs are attached.
-    let out = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(out).lines();
-    let ready = lines.any(|l| l.is_ok_and(|l| l.starts_with("Attaching")));
-    assert!(ready, "bpftrace did not attach its probes");
-    std::thread::spawn(move || lines.for_each(drop));
-    Bpftrace(child)
-}
 
 /// The programs a process attached through perf events, as `bpftool perf
 /// show` lists them: (program id, tag, tracepoint).
@@ -99,7 +72,7 @@ fn parts_of_a_bpftrace_programs_cost_agree_with_perf() {
     {
         return;
     }
-    let bt = bpftrace(
+    let bt = support::Bpftrace::start(
         "tracepoint:syscalls:sys_enter_getppid { @c[comm, pid] = count(); } \
          tracepoint:syscalls:sys_enter_acct { @a = count(); }",
     );
@@ -124,7 +97,7 @@ fn parts_of_a_bpftrace_programs_cost_agree_with_perf() {
     let progs = v["programs"].as_array().expect("programs");
     // Which of the programs are this bpftrace's, and on which tracepoint,
     // as bpftool says (other tests may run bpftrace too).
-    let ours = attached_by(bt.0.id());
+    let ours = attached_by(bt.pid());
     let on = |tp: &str| {
         let (id, tag, _) = ours
             .iter()

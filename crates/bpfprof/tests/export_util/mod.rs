@@ -4,24 +4,15 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub mod chromium;
 
 use crate::support;
 
-/// bpftrace, killed and reaped when dropped so a failing test unloads it.
-pub struct Bpftrace(Child);
-
-impl Drop for Bpftrace {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+pub use crate::support::Bpftrace;
 
 pub fn has_bpftrace() -> bool {
     support::require(
@@ -32,22 +23,7 @@ pub fn has_bpftrace() -> bool {
 
 /// A bpftrace program counting getppid calls, attached when this returns.
 pub fn bpftrace() -> Bpftrace {
-    let mut child = Command::new("bpftrace")
-        .args([
-            "-e",
-            "tracepoint:syscalls:sys_enter_getppid { @c[comm, pid] = count(); }",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("bpftrace starts");
-    // bpftrace says "Attaching N probes..." once its programs are attached.
-    let out = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(out).lines();
-    let ready = lines.any(|l| l.is_ok_and(|l| l.starts_with("Attaching")));
-    assert!(ready, "bpftrace did not attach its probes");
-    std::thread::spawn(move || lines.for_each(drop));
-    Bpftrace(child)
+    Bpftrace::start("tracepoint:syscalls:sys_enter_getppid { @c[comm, pid] = count(); }")
 }
 
 /// Record the whole system with bpfprof (`extra` args, e.g. `-g`) for

@@ -227,3 +227,39 @@ pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// bpftrace running a script, killed and reaped when dropped, so that a
+/// failing test unloads its programs too.
+pub struct Bpftrace(std::process::Child);
+
+impl Drop for Bpftrace {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Bpftrace {
+    /// `bpftrace -e script`, once it says it has attached its probes
+    /// ("Attaching N probes..."): polled on its output, not slept for.
+    pub fn start(script: &str) -> Bpftrace {
+        use std::io::BufRead;
+        let mut child = Command::new("bpftrace")
+            .args(["-e", script])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("bpftrace starts");
+        let out = child.stdout.take().expect("bpftrace's stdout");
+        let guard = Bpftrace(child);
+        let mut lines = std::io::BufReader::new(out).lines();
+        let ready = lines.any(|l| l.is_ok_and(|l| l.starts_with("Attaching")));
+        assert!(ready, "bpftrace did not attach its probes");
+        std::thread::spawn(move || lines.for_each(drop));
+        guard
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
