@@ -82,6 +82,9 @@ fn fixtures() -> Option<(Fixture, Fixture)> {
 
 #[test]
 fn bpf_objects_agree_with_bpftool() {
+    // The two tests load the same fixture; each compares snapshots of
+    // every program and map taken moments apart.
+    let _serial = support::one_at_a_time();
     let Some((a, b)) = fixtures() else { return };
     let list = ours(&["bpf", "list", "--json"]);
     let bt = bpftool(&["prog", "show"]);
@@ -218,6 +221,9 @@ fn bpf_objects_agree_with_bpftool() {
 
 #[test]
 fn bpf_show_takes_names_tags_and_pins_as_bpftool_does() {
+    // The two tests load the same fixture; each compares snapshots of
+    // every program and map taken moments apart.
+    let _serial = support::one_at_a_time();
     let Some((a, b)) = fixtures() else { return };
     // The first line of each program's `bpf show`: "ID: type  name ...".
     let heads = |args: &[&str]| -> BTreeSet<u64> {
