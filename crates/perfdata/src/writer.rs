@@ -335,8 +335,8 @@ mod tests {
     use crate::attr::{flags, sample_type, EventAttr};
     use crate::record::Mmap;
 
-    #[test]
-    fn a_record_over_64k_is_refused_not_wrapped() {
+    /// A writer into memory for one event with ip, tid and time.
+    fn writer() -> PerfFileWriter<std::io::Cursor<Vec<u8>>> {
         let attr = EventAttr {
             sample_type: sample_type::IP | sample_type::TID | sample_type::TIME,
             flags: flags::SAMPLE_ID_ALL,
@@ -347,7 +347,12 @@ mod tests {
             ids: vec![1],
             name: "x".into(),
         };
-        let mut w = PerfFileWriter::new(std::io::Cursor::new(Vec::new()), &[entry]).unwrap();
+        PerfFileWriter::new(std::io::Cursor::new(Vec::new()), &[entry]).unwrap()
+    }
+
+    #[test]
+    fn a_record_over_64k_is_refused_not_wrapped() {
+        let mut w = writer();
         let long = vec![b'a'; 70_000];
         let rec = Record::Mmap(Mmap {
             pid: 1,
@@ -374,17 +379,7 @@ mod tests {
     /// declared buffer, and the COMPRESSED feature says so.
     #[test]
     fn compressed_data_reads_back_record_for_record() {
-        let attr = EventAttr {
-            sample_type: sample_type::IP | sample_type::TID | sample_type::TIME,
-            flags: flags::SAMPLE_ID_ALL,
-            ..Default::default()
-        };
-        let entry = AttrEntry {
-            attr,
-            ids: vec![1],
-            name: "x".into(),
-        };
-        let mut w = PerfFileWriter::new(std::io::Cursor::new(Vec::new()), &[entry]).unwrap();
+        let mut w = writer();
         w.compress(3, 4096).unwrap();
         let mut written = Vec::new();
         for i in 0..5000u64 {
