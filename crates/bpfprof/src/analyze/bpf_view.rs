@@ -388,11 +388,13 @@ fn counts_ns(event: &str) -> bool {
 /// name, else the kernel's (cut to 15 bytes), else the symbol's.
 fn full_name(rec: Option<&super::profile::ProgRecord>, subs: &[SubSummary]) -> String {
     if let Some(info) = rec.and_then(|r| r.info.as_ref()) {
+        // Only the name is wanted: the BTF alone, not the line tables a
+        // whole `Program` would build.
+        let main = info.func_info.first().map(|f| f.type_id);
         let btf = rec.and_then(|r| r.btf.as_deref());
-        if btf.is_some() && info.nr_func_info > 0 {
-            let prog = bpfinfo::Program::new(info.clone(), btf);
-            if let Some(s) = prog.subprogs().first().filter(|s| !s.func_name.is_empty()) {
-                return s.func_name.clone();
+        if let (Some(id), Some(Ok(btf))) = (main, btf.map(bpfinfo::Btf::parse)) {
+            if let Some(n) = btf.func_name(id).filter(|n| !n.is_empty()) {
+                return n.to_string();
             }
         }
         if !info.name.is_empty() {
