@@ -85,14 +85,7 @@ fn parts_of_a_bpftrace_programs_cost_agree_with_perf() {
         }
     });
     let pid = std::process::id();
-    let json = support::stdout(
-        support::bpfprof()
-            .args(["report", "--bpf", "--json", "--pid"])
-            .arg(pid.to_string())
-            .arg("-i")
-            .arg(&data),
-    );
-    let v: Value = serde_json::from_str(&json).unwrap();
+    let v = support::bpf_view_of(&data, pid);
     assert_eq!(v["callchains"], Value::Bool(true), "{v}");
     let progs = v["programs"].as_array().expect("programs");
     // Which of the programs are this bpftrace's, and on which tracepoint,

@@ -7,7 +7,6 @@
 mod support;
 
 use bpfinfo::testprog::{TestProg, TestProgKind};
-use serde_json::Value;
 
 /// The kernel's names of a program's functions: /proc/kallsyms at the
 /// addresses its info gives.
@@ -63,14 +62,7 @@ fn a_test_run_programs_total_is_everything_under_the_test_run() {
         loaded.test_run(20_000).unwrap();
     });
     let pid = std::process::id();
-    let json = support::stdout(
-        support::bpfprof()
-            .args(["report", "--bpf", "--json", "--pid"])
-            .arg(pid.to_string())
-            .arg("-i")
-            .arg(&data),
-    );
-    let v: Value = serde_json::from_str(&json).unwrap();
+    let v = support::bpf_view_of(&data, pid);
     let p = v["programs"]
         .as_array()
         .unwrap()

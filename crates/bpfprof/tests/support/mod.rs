@@ -263,3 +263,16 @@ impl Bpftrace {
         self.0.id()
     }
 }
+
+/// `bpfprof report --bpf --json --pid PID` of a recording: the BPF view of
+/// one process's samples.
+pub fn bpf_view_of(data: &Path, pid: u32) -> serde_json::Value {
+    let json = stdout(
+        bpfprof()
+            .args(["report", "--bpf", "--json", "--pid"])
+            .arg(pid.to_string())
+            .arg("-i")
+            .arg(data),
+    );
+    serde_json::from_str(&json).expect("report --bpf --json is JSON")
+}
