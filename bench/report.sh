@@ -7,14 +7,20 @@
 # best wall time and the peak RSS of each tool, and the ratios.
 #
 #   sudo bench/report.sh                 # record, then measure
+#   sudo MIX=shortlived bench/report.sh  # another mix of bench/workload.sh
 #   REUSE=/path/bench.data bench/report.sh   # measure an existing file
+#
+# With ROW=FILE it also appends one line of figures to FILE for
+# bench/report-mixes.sh: file, MB, samples, then perf's and our best
+# seconds and peak RSS (KB) of the flat report, of the report with call
+# graphs, and our flat cold-cache and --bpf seconds.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 DUR=${DUR:-20}
 RUNS=${RUNS:-3}
 cd "$root"
 cargo build --release -q -p bpfprof --bin bpfprof --example bpf_workload
-bpfprof=$root/target/release/bpfprof
+bpfprof=${CARGO_TARGET_DIR:-$root/target}/release/bpfprof
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
@@ -28,7 +34,8 @@ else
     wait
 fi
 size=$(du -m "$data" | cut -f1)
-echo "file: $data, ${size} MB"
+samples=$(perf report -i "$data" --stats 2>/dev/null | awk '/SAMPLE events:/ {print $NF; exit}')
+echo "file: $data, ${size} MB, ${samples:-?} samples"
 
 # Best wall seconds and max RSS (KB) of each command of a set, the set's
 # commands taking turns (perf, ours, perf, ours, ...), so that a slow
@@ -103,3 +110,6 @@ printf '%-28s %10s %10s %10s %12d %12d %10s\n' "flat, caches empty" "$pf" "$oc" 
 printf '%-28s %10s %10s %10s %12d %12d %10s\n' "with call graphs (-g)" "$pg" "$og" "$(ratio "$og" "$pg")" $((pgm / 1024)) $((ogm / 1024)) "$(ratio "$ogm" "$pgm")"
 printf '%-28s %10s %10s %10s %12d %12d %10s\n' "BPF cost view (--bpf)" "$pg" "$ob" "$(ratio "$ob" "$pg")" $((pgm / 1024)) $((obm / 1024)) "$(ratio "$obm" "$pgm")"
 echo "targets: flat ratio <= 0.100, call graphs <= 0.200, RSS ratio <= 1"
+if [ -n "${ROW:-}" ]; then
+    echo "$data $size ${samples:-0} $pf $pfm $of $ofm $pg $pgm $og $ogm $oc $ob" >>"$ROW"
+fi

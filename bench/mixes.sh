@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Record every benchmark mix (bench/workload.sh) at 1x and 3x length with
+# `perf record -F $FREQ -a -g`, for bench/report-mixes.sh.
+#
+#   sudo bench/mixes.sh                  # all mixes, 20 s and 60 s each
+#   sudo MIXES="shortlived" LENGTHS="20" bench/mixes.sh
+#
+# env: OUT (default /work/bench-data; recordings are not kept in git),
+# MIXES (default "default shortlived python-json"), LENGTHS (seconds,
+# default "20 60"), FREQ (default 20000). Files are OUT/MIX-SECONDSs.data;
+# an existing one is kept unless FORCE=1.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-/work/bench-data}
+MIXES=${MIXES:-default shortlived python-json}
+LENGTHS=${LENGTHS:-20 60}
+FREQ=${FREQ:-20000}
+[ "$(id -u)" = 0 ] || { echo "bench/mixes.sh: run as root (perf record -a)" >&2; exit 1; }
+cd "$root"
+cargo build --release -q -p bpfprof --example bpf_workload
+mkdir -p "$OUT"
+for mix in $MIXES; do
+    for secs in $LENGTHS; do
+        data=$OUT/$mix-${secs}s.data
+        if [ -e "$data" ] && [ -z "${FORCE:-}" ]; then
+            echo "$data: kept (FORCE=1 records it again)"
+            continue
+        fi
+        # The mix starts 2 s early and ends 1 s late, so that the
+        # recording holds it at full load from end to end.
+        MIX=$mix bench/workload.sh $((secs + 3)) >/dev/null 2>&1 &
+        sleep 2
+        perf record -q -F "$FREQ" -a -g -o "$data" -- sleep "$secs" >/dev/null 2>&1
+        wait
+        chmod 600 "$data"
+        echo "$data: $(du -m "$data" | cut -f1) MB, load $(cut -d' ' -f1-3 /proc/loadavg)"
+    done
+done
