@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Record every benchmark mix (bench/workload.sh) at 1x and 3x length with
-# `perf record -N -F $FREQ -a -g`, for bench/report-mixes.sh.
+# `perf record -B -F $FREQ -a -g`, for bench/report-mixes.sh.
 #
 #   sudo bench/mixes.sh                  # all mixes, 20 s and 60 s each
 #   sudo MIXES="shortlived" LENGTHS="20" bench/mixes.sh
@@ -33,11 +33,12 @@ for mix in $MIXES; do
             # recording holds it at full load from end to end.
             MIX=$mix bench/workload.sh $((secs + 3)) >/dev/null 2>&1 &
             sleep 2
-            # -N: perf 6.1 here aborts while copying binaries into its
-            # build-id cache ("assertion failed at util/build-id.c:1010",
-            # then "stack smashing detected"), leaving a file it cannot
-            # read; the build ids still go in the file's header.
-            perf record -q -N -F "$FREQ" -a -g -o "$data" -- sleep "$secs" >/dev/null 2>&1 || :
+            # -B: perf 6.1 here aborts in its end-of-run build-id pass
+            # ("assertion failed at util/build-id.c:1010", then "stack
+            # smashing detected"), leaving a file it cannot read; -N (no
+            # build-id cache) was not enough on 60 s recordings. Without
+            # build ids in the file, both reports take binaries by path.
+            perf record -q -B -F "$FREQ" -a -g -o "$data" -- sleep "$secs" >/dev/null 2>&1 || :
             wait
             # perf cannot read a file in which a BPF program loaded while
             # another tool also listened for BPF events (the kernel writes

@@ -9,6 +9,7 @@
 #   sudo bench/report.sh                 # record, then measure
 #   sudo MIX=shortlived bench/report.sh  # another mix of bench/workload.sh
 #   REUSE=/path/bench.data bench/report.sh   # measure an existing file
+#   BPFPROF=/path/bpfprof REUSE=... bench/report.sh   # that build, not this tree's
 #
 # With ROW=FILE it also appends one line of figures to FILE for
 # bench/report-mixes.sh: file, MB, samples, then perf's and our best
@@ -19,8 +20,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 DUR=${DUR:-20}
 RUNS=${RUNS:-3}
 cd "$root"
-cargo build --release -q -p bpfprof --bin bpfprof --example bpf_workload
-bpfprof=${CARGO_TARGET_DIR:-$root/target}/release/bpfprof
+if [ -n "${BPFPROF:-}" ]; then
+    bpfprof=$BPFPROF # a build kept aside, as it is
+else
+    cargo build --release -q -p bpfprof --bin bpfprof --example bpf_workload
+    bpfprof=${CARGO_TARGET_DIR:-$root/target}/release/bpfprof
+fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
@@ -30,11 +35,12 @@ else
     data=$dir/bench.data
     bench/workload.sh $((DUR + 3)) >/dev/null 2>&1 &
     sleep 2
-    perf record -q -F 20000 -a -g -o "$data" -- sleep "$DUR" >/dev/null 2>&1
+    # -N: see bench/mixes.sh (perf 6.1 aborts filling its build-id cache).
+    perf record -q -N -F 20000 -a -g -o "$data" -- sleep "$DUR" >/dev/null 2>&1 || :
     wait
 fi
 size=$(du -m "$data" | cut -f1)
-samples=$(perf report -i "$data" --stats 2>/dev/null | awk '/SAMPLE events:/ {print $NF; exit}')
+samples=$(perf report -i "$data" --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}')
 echo "file: $data, ${size} MB, ${samples:-?} samples"
 
 # Best wall seconds and max RSS (KB) of each command of a set, the set's

@@ -40,11 +40,6 @@ enum Cmd {
 fn main() {
     bpfprof::capture::sys::default_sigpipe();
     let cli = Cli::parse();
-    // Huge-page heaps speed up flat reports; with call chains they made
-    // reports slower and less steady (README → Performance).
-    if matches!(&cli.cmd, Cmd::Report(a) if !a.callchains()) {
-        bpfprof::capture::sys::rerun_with_huge_heaps();
-    }
     if matches!(
         cli.cmd,
         Cmd::Report(_) | Cmd::Annotate(_) | Cmd::Export(_) | Cmd::Script(_)
