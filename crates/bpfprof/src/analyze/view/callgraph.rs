@@ -6,8 +6,8 @@ use std::io::Write;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::profile::{Counts, Profile};
 use super::table::{group_key, Filters, GroupKey, SortKey};
+use crate::analyze::profile::{Counts, Profile};
 use crate::symbolize::SymId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,8 +14,8 @@ use std::cmp::Ordering;
 
 use rustc_hash::FxHashMap;
 
-use super::profile::{Profile, RowKey};
 use super::table::{bpf_prog_of, SortKey};
+use crate::analyze::profile::{Profile, RowKey};
 
 /// Per sort key, the rank of a value in perf's tie order. Equal texts
 /// get equal ranks.

@@ -194,3 +194,26 @@ impl Profile {
         }
     }
 }
+
+/// `--comm`, `--pid`, `--dso` filters (each a set; empty = all).
+#[derive(Debug, Clone, Default)]
+pub struct Filters {
+    pub comms: Vec<String>,
+    pub pids: Vec<u32>,
+    pub dsos: Vec<String>,
+}
+
+impl Filters {
+    pub fn keep(&self, p: &Profile, k: &RowKey) -> bool {
+        (self.comms.is_empty()
+            || self
+                .comms
+                .iter()
+                .any(|c| *c == p.sym.threads.comms[k.comm as usize]))
+            && (self.pids.is_empty() || self.pids.contains(&k.pid))
+            && (self.dsos.is_empty() || {
+                let d = &p.sym.dsos[k.frame.dso as usize];
+                self.dsos.iter().any(|x| *x == d.short || *x == d.name)
+            })
+    }
+}

@@ -9,8 +9,8 @@ use serde::Serialize;
 use super::bpf_render;
 use super::bpf_view::{self, BpfSummary};
 use super::callgraph::{self, CallOrder};
-use super::profile::Profile;
 use super::table::{self, bpf_prog_of, Filters, Row, SortKey};
+use crate::analyze::profile::Profile;
 
 /// What `bpfprof report` prints.
 #[derive(Debug, Clone)]
@@ -438,7 +438,7 @@ struct RowFacts {
 }
 
 impl RowFacts {
-    fn add(&mut self, p: &Profile, k: &super::profile::RowKey, samples: u64) {
+    fn add(&mut self, p: &Profile, k: &crate::analyze::profile::RowKey, samples: u64) {
         if table::is_kernel_sym(p, k) {
             self.kernel = true;
             self.kernel_samples += samples;
