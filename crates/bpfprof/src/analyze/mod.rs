@@ -17,4 +17,6 @@ pub mod view;
 pub use engine::{build, Engine};
 pub use model::{bpf_cost, bpf_hooks, profile};
 pub use profile::{Profile, ProfileOptions};
-pub use view::{annotate, annotate_calls, annotate_render, bpf_view, callgraph, render, table};
+pub use view::{
+    annotate, annotate_calls, annotate_render, bpf_view, callgraph, header, render, table,
+};

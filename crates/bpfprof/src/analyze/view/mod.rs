@@ -16,6 +16,7 @@ mod bpf_render;
 pub mod bpf_view;
 pub mod callgraph;
 mod groups;
+pub mod header;
 pub mod render;
 mod row_order;
 pub mod table;
