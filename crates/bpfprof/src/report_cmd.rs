@@ -13,7 +13,7 @@ use bpfprof::analyze::ProfileOptions;
 pub struct ReportArgs {
     #[command(flatten)]
     pub input: InputArgs,
-    /// Sort (group) by these keys, comma-separated: comm, pid, tid, cpu, dso, sym, bpf_prog.
+    /// Sort (group) by these keys, comma-separated: comm, pid, tid, cpu, dso, sym, srcline, bpf_prog.
     #[arg(
         short = 's',
         long,
@@ -145,6 +145,8 @@ pub fn run(a: &ReportArgs) -> Result<()> {
             progress: !a.json,
             merge_threads: !by_thread,
             cpus: a.sort.contains(&SortKey::Cpu),
+            // Lines are found per address.
+            ip_hits: a.sort.contains(&SortKey::Srcline),
             ..Default::default()
         },
     )?;

@@ -19,4 +19,5 @@ mod groups;
 pub mod header;
 pub mod render;
 mod row_order;
+pub mod srcline;
 pub mod table;

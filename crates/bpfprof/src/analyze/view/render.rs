@@ -154,6 +154,9 @@ pub fn stdio_width(
         return Ok(());
     }
     writeln!(out, "#")?;
+    if o.keys.contains(&SortKey::Srcline) {
+        return super::srcline::stdio(p, o, width, out);
+    }
     let rows = table::group(p, &o.keys, &o.filters, o.children);
     main_table(p, o, &rows, width, out)
 }
@@ -523,6 +526,9 @@ pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Res
         };
         serde_json::to_writer_pretty(&mut *out, &view)?;
         return writeln!(out);
+    }
+    if o.keys.contains(&SortKey::Srcline) {
+        return super::srcline::json(p, o, out);
     }
     let rows = table::group(p, &o.keys, &o.filters, o.children);
     let has = |k| o.keys.contains(&k);
