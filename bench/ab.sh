@@ -7,12 +7,12 @@
 #
 # Each variant is NAME=COMMAND (COMMAND may begin with VAR=value words);
 # it runs as `COMMAND $ARGS -i FILE`, ARGS defaulting to the flat report
-# `report --sort dso,sym -g none`. PERF=0 leaves perf out (its command is
+# `report --no-children --sort dso,sym -g none`. PERF=0 leaves perf out (its command is
 # `perf report --stdio --no-children -g none --sort dso,sym`, or with
 # PERF_ARGS). Prints one markdown table.
 set -euo pipefail
 RUNS=${RUNS:-10}
-ARGS=${ARGS:-report --sort dso,sym -g none}
+ARGS=${ARGS:-report --no-children --sort dso,sym -g none}
 PERF_ARGS=${PERF_ARGS:-report --stdio --no-children -g none --sort dso,sym}
 files=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do files+=("$1"); shift; done
@@ -20,7 +20,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do files+=("$1"); shift; done
 shift
 names=() cmds=()
 if [ "${PERF:-1}" != 0 ]; then names+=(perf); cmds+=("perf $PERF_ARGS"); fi
-for v in "$@"; do names+=("${v%%=*}"); cmds+=("${v#*=} $ARGS"); done
+for v in "$@"; do names+=("${v%%=*}"); cmds+=("env ${v#*=} $ARGS"); done
 n=${#cmds[@]}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -33,7 +33,7 @@ for f in "${files[@]}"; do
     declare -A rss=()
     for _ in 1 2 3; do
         for ((i = 0; i < n; i++)); do
-            eval "/usr/bin/time -o $tmp/t -f %M ${cmds[i]} -i $q" >/dev/null 2>&1
+            eval "/usr/bin/time -o $tmp/t -f %M ${cmds[i]} -i $q" >/dev/null 2>&1 || :
             read -r m <"$tmp/t"
             [ "$m" -gt "${rss[$i]:-0}" ] && rss[$i]=$m
         done

@@ -8,14 +8,23 @@
 #   bench/report-mixes.sh                    # every /work/bench-data/*.data
 #   RUNS=5 bench/report-mixes.sh FILE...     # these files, best of 5
 #
-# env: DATA (default /work/bench-data), RUNS (passed to bench/report.sh).
+# env: DATA (default /work/bench-data), RUNS, RSS_RUNS and BPFPROF (passed
+# to bench/report.sh); ROWS=FILE keeps the figures in FILE, adds to those
+# already there and prints them all (NONE as the only file argument
+# measures nothing: the table of FILE again).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 DATA=${DATA:-/work/bench-data}
 if [ $# -gt 0 ]; then files=("$@"); else files=("$DATA"/*.data); fi
-rows=$(mktemp)
-trap 'rm -f "$rows"' EXIT
-for f in "${files[@]}"; do
+[ "${files[*]}" = NONE ] && files=()
+if [ -n "${ROWS:-}" ]; then
+    rows=$ROWS
+    touch "$rows"
+else
+    rows=$(mktemp)
+    trap 'rm -f "$rows"' EXIT
+fi
+for f in "${files[@]+"${files[@]}"}"; do
     echo "== $f (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
     ROW=$rows REUSE=$f "$root/bench/report.sh" >&2
 done
@@ -23,7 +32,7 @@ done
 commit=$(git -C "$root" rev-parse --short HEAD)
 dirty=$(git -C "$root" status --porcelain --untracked-files=no | grep -q . && echo "+changes" || true)
 echo
-echo "Commit $commit$dirty, $(date -u '+%d %b %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg), best of ${RUNS:-3}."
+echo "Tree at $commit$dirty, binary ${BPFPROF:-of this tree}, $(date -u '+%d %b %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg), best of ${RUNS:-3} (peak RSS: the largest of ${RSS_RUNS:-3} more runs)."
 echo "Ratios are bpfprof / perf 6.1 in the same run (targets: time flat <= 0.10, -g <= 0.20; RSS flat <= 0.5, -g <= 0.8)."
 echo
 awk '

@@ -19,6 +19,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 DUR=${DUR:-20}
 RUNS=${RUNS:-3}
+RSS_RUNS=${RSS_RUNS:-3}
 cd "$root"
 if [ -n "${BPFPROF:-}" ]; then
     bpfprof=$BPFPROF # a build kept aside, as it is
@@ -52,7 +53,8 @@ echo "file: $data, ${size} MB, ${samples:-?} samples"
 # microsecond clock. Timing a run through /usr/bin/time and two `date`
 # processes added 4.5-6.5 ms of process starts to every figure (measured
 # on `true`): a tenth of perf's time, but 5-7% of ours.
-# Peak RSS: the largest of 3 more runs each under /usr/bin/time.
+# Peak RSS: the largest of RSS_RUNS (default 3) more runs each under
+# /usr/bin/time.
 measure() {
     local cmds=() cur="" i n t m s e
     for a in "$@"; do
@@ -62,7 +64,7 @@ measure() {
     n=${#cmds[@]}
     local best=() rss=()
     for ((i = 0; i < n; i++)); do best[i]=""; rss[i]=0; done
-    for _ in 1 2 3; do
+    for _ in $(seq "$RSS_RUNS"); do
         for ((i = 0; i < n; i++)); do
             eval "/usr/bin/time -o \"$dir/time\" -f %M ${cmds[i]}" >/dev/null 2>&1
             read -r m <"$dir/time"
@@ -86,11 +88,11 @@ measure() {
 # bpfprof's symbol caches (kallsyms, parsed ELF tables) as a second report
 # finds them.
 perf report -i "$data" --stdio --no-children -g none --sort dso,sym >/dev/null 2>&1 || true
-"$bpfprof" report -i "$data" --sort dso,sym -g none >/dev/null 2>&1 || true
+"$bpfprof" report -i "$data" --no-children --sort dso,sym -g none >/dev/null 2>&1 || true
 
 # The same with empty symbol caches (the first report of a boot, or of a
 # new build of bpfprof): every run starts from an empty cache directory.
-cold() { rm -rf "$dir/cold"; XDG_CACHE_HOME="$dir/cold" "$bpfprof" report -i "$data" --sort dso,sym -g none; }
+cold() { rm -rf "$dir/cold"; XDG_CACHE_HOME="$dir/cold" "$bpfprof" report -i "$data" --no-children --sort dso,sym -g none; }
 export -f cold
 export dir bpfprof data
 {
@@ -98,7 +100,7 @@ export dir bpfprof data
     read -r of ofm
     read -r oc ocm
 } < <(measure perf report -i "$data" --stdio --no-children -g none --sort dso,sym \
-    -- "$bpfprof" report -i "$data" --sort dso,sym -g none -- bash -c cold)
+    -- "$bpfprof" report -i "$data" --no-children --sort dso,sym -g none -- bash -c cold)
 # The BPF view reads the call chains to cost each program in parts: it
 # is timed against perf's report with call graphs, the nearest thing perf
 # has.
@@ -107,7 +109,7 @@ export dir bpfprof data
     read -r og ogm
     read -r ob obm
 } < <(measure perf report -i "$data" --stdio --no-children --sort dso,sym \
-    -- "$bpfprof" report -i "$data" --sort dso,sym -g \
+    -- "$bpfprof" report -i "$data" --no-children --sort dso,sym -g \
     -- "$bpfprof" report -i "$data" --bpf)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a / b}'; }
 printf '%-28s %10s %10s %10s %12s %12s %10s\n' "report" "perf s" "bpfprof s" "ratio" "perf RSS MB" "ours RSS MB" "ratio"
