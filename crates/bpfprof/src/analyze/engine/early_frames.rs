@@ -7,7 +7,7 @@
 //! no batch of records is ready, and the pass after it only finishes the
 //! rest.
 
-use super::profile::Counts;
+use crate::analyze::profile::Counts;
 use crate::symbolize::{CommId, Frame, Loc, Symbolizer};
 
 /// How many locations one step resolves before looking for a batch again.
