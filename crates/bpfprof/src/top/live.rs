@@ -12,7 +12,7 @@ use bpfinfo::sys::Capture;
 use perfdata::{bpf_event, record_type, Features, PerfFile, PerfFileWriter};
 
 use super::model::Snapshot;
-use super::standin::Engine;
+use crate::analyze::Engine;
 use crate::analyze::bpf_view::{AttachPoint, Owner};
 use crate::analyze::profile::ProgRecord;
 use crate::analyze::{Profile, ProfileOptions};

@@ -11,7 +11,6 @@ mod json;
 mod keys;
 mod live;
 mod model;
-mod standin;
 mod term;
 mod ui;
 mod window;
