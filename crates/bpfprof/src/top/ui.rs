@@ -173,7 +173,7 @@ fn draw_bpf(f: &mut Frame<'_>, area: Rect, v: &View, s: &UiState) {
         Constraint::Length(7),
         Constraint::Length(6),
         Constraint::Length(11),
-        Constraint::Min(16),
+        Constraint::Fill(1),
         Constraint::Length(26),
         Constraint::Length(16),
         Constraint::Length(7),
@@ -251,7 +251,7 @@ fn draw_syms(f: &mut Frame<'_>, area: Rect, v: &View, s: &UiState) {
     let widths = [
         Constraint::Length(8),
         Constraint::Length(8),
-        Constraint::Min(30),
+        Constraint::Fill(1),
         Constraint::Length(28),
     ];
     let header = Row::new(vec!["Overhead", "Samples", "Symbol", "Shared Object"])
@@ -336,7 +336,7 @@ mod tests {
 
     #[test]
     fn panes_show_programs_and_symbols() {
-        let text = screen(&view(), &UiState::default(), 140, 20);
+        let text = screen(&view(), &UiState::default(), 160, 20);
         assert!(text.contains("sys_enter_getpp [unloaded]"), "{text}");
         assert!(text.contains("71.00%"), "{text}");
         assert!(text.contains("2m"), "{text}");
