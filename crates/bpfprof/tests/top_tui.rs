@@ -34,7 +34,8 @@ impl Tmux {
             .status()
             .is_ok_and(|s| s.success());
         assert!(ok, "tmux new-session failed");
-        t.wait_for("the shell's prompt", |s| s.contains(PROMPT));
+        // capture-pane drops trailing blanks: the prompt's space too.
+        t.wait_for("the shell's prompt", |s| s.contains(PROMPT.trim_end()));
         t
     }
 
@@ -93,11 +94,16 @@ impl Tmux {
     fn wait_restored(&self) {
         let deadline = Instant::now() + Duration::from_secs(30);
         while self.alternate_screen() || !self.screen().trim_end().ends_with(PROMPT.trim_end()) {
-            assert!(
-                Instant::now() < deadline,
-                "terminal not restored; screen:\n{}",
-                self.screen()
-            );
+            if Instant::now() >= deadline {
+                let stuck: Vec<String> = children_of(self.pane_pid())
+                    .into_iter()
+                    .flat_map(|p| threads(p))
+                    .collect();
+                panic!(
+                    "terminal not restored; threads under the shell: {stuck:#?}\nscreen:\n{}",
+                    self.screen()
+                );
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -196,7 +202,7 @@ fn a_program_loaded_after_start_shows_sorts_filters_and_resizes() {
     });
     let shown: Vec<&str> = s
         .lines()
-        .skip_while(|l| !l.contains("BPF programs ("))
+        .skip_while(|l| !l.contains("; last interval;"))
         .skip(2)
         .take_while(|l| !l.contains("Symbols ("))
         .filter(|l| !l.trim().is_empty())
@@ -253,6 +259,19 @@ fn sigterm_gives_the_terminal_back() {
         .is_ok_and(|s| s.success());
     assert!(ok);
     t.wait_restored();
+}
+
+/// Each thread of `pid` with where it waits, for a failure's message.
+fn threads(pid: u32) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .map(|t| {
+            let read = |f: &str| std::fs::read_to_string(t.path().join(f)).unwrap_or_default();
+            format!("{pid}/{}: {} in {}", t.file_name().to_string_lossy(), read("comm").trim(), read("wchan"))
+        })
+        .collect()
 }
 
 /// Processes whose parent is `pid`, from /proc.
