@@ -1,0 +1,192 @@
+//! `bpfprof top --json` against independent oracles: the kernel's run
+//! counts as bpftool reads them over the same intervals, and the shares a
+//! recording (`bpfprof record`) of the same period gives.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use serde_json::Value;
+use support::{bpfprof, live, require, Bpftrace};
+
+const SCRIPT: &str = "tracepoint:syscalls:sys_enter_getppid { @c[comm, pid] = count(); }";
+
+fn ready() -> bool {
+    live(false)
+        && require(
+            Command::new("bpftrace").arg("--version").output().is_ok(),
+            "needs bpftrace (apt-get install bpftrace)",
+        )
+        && require(
+            Command::new("bpftool").arg("version").output().is_ok(),
+            "needs bpftool (apt-get install bpftool)",
+        )
+}
+
+/// `bpftool prog show --json`.
+fn bpftool_progs() -> Vec<Value> {
+    let out = support::stdout(Command::new("bpftool").args(["prog", "show", "--json"]));
+    serde_json::from_str::<Value>(&out)
+        .expect("bpftool prints JSON")
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The id of the program bpftrace `pid` holds, as bpftool lists it.
+fn prog_of(pid: u32) -> u64 {
+    bpftool_progs()
+        .iter()
+        .find(|p| {
+            p["pids"]
+                .as_array()
+                .is_some_and(|v| v.iter().any(|x| x["pid"] == pid))
+                && p["type"] == "tracepoint"
+        })
+        .and_then(|p| p["id"].as_u64())
+        .expect("bpftool lists bpftrace's program")
+}
+
+/// The kernel's run count of program `id` (bpftool leaves it out while
+/// it is 0).
+fn run_cnt(id: u64) -> u64 {
+    let out = support::stdout(Command::new("bpftool").args(["prog", "show", "id"]).arg(id.to_string()).arg("--json"));
+    let v: Value = serde_json::from_str(&out).expect("bpftool prints JSON");
+    v["run_cnt"].as_u64().unwrap_or(0)
+}
+
+/// getppid(2) on a thread until dropped: runs the program.
+struct Loop(Arc<AtomicBool>, Option<std::thread::JoinHandle<()>>);
+
+impl Loop {
+    fn start() -> Loop {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let h = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                for _ in 0..1000 {
+                    std::hint::black_box(std::os::unix::process::parent_id());
+                }
+            }
+        });
+        Loop(stop, Some(h))
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+        if let Some(h) = self.1.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn prog_in<'a>(line: &'a Value, id: u64) -> Option<&'a Value> {
+    line["programs"].as_array()?.iter().find(|p| p["id"] == id)
+}
+
+#[test]
+fn run_counts_match_bpftool_over_the_same_intervals() {
+    if !ready() {
+        return;
+    }
+    let _one = support::one_at_a_time();
+    let bt = Bpftrace::start(SCRIPT);
+    let id = prog_of(bt.pid());
+    let _work = Loop::start();
+    let before = run_cnt(id);
+    let mut top = bpfprof()
+        .args(["top", "--json", "--bpf-stats", "-F", "199", "-d", "1", "-n", "5"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bpfprof top starts");
+    let out = BufReader::new(top.stdout.take().unwrap());
+    // (top's counter at the end of each interval, bpftool's read right
+    // after the line arrived), and top's runs per interval.
+    let mut reads: Vec<(u64, u64)> = Vec::new();
+    let mut deltas = Vec::new();
+    for line in out.lines() {
+        let v: Value = serde_json::from_str(&line.expect("a line")).expect("each line is JSON");
+        assert_eq!(v["bpf_stats"], true, "--bpf-stats turns stats on");
+        let p = prog_in(&v, id).unwrap_or_else(|| panic!("program {id} in {v}"));
+        let total = p["run_cnt_total"].as_u64().expect("run_cnt_total with stats on");
+        let runs = p["run_cnt"].as_u64().expect("run_cnt with stats on");
+        let secs = v["interval_s"].as_f64().unwrap();
+        let rate = p["runs_per_s"].as_f64().unwrap();
+        assert!((rate * secs - runs as f64).abs() <= 1.0 + runs as f64 * 1e-9);
+        reads.push((total, run_cnt(id)));
+        deltas.push(runs);
+    }
+    assert!(top.wait().unwrap().success());
+    let after = run_cnt(id);
+    assert_eq!(reads.len(), 5);
+    for (i, w) in reads.windows(2).enumerate() {
+        let ((t0, b0), (t1, _)) = (w[0], w[1]);
+        // bpftool read after top's read and (with a second to spare)
+        // before its next one.
+        assert!(t0 <= b0 && b0 <= t1, "interval {i}: top {t0}, bpftool {b0}, top next {t1}");
+        assert_eq!(deltas[i + 1], t1 - t0, "a line's runs are its counter's step");
+    }
+    let summed: u64 = deltas.iter().sum();
+    assert!(before + summed <= after, "{before} + {summed} > {after}");
+    assert!(deltas[1..].iter().all(|&d| d > 1000), "the loop ran the program: {deltas:?}");
+}
+
+#[test]
+fn shares_agree_with_a_recording_of_the_same_period() {
+    if !ready() {
+        return;
+    }
+    let _one = support::one_at_a_time();
+    let bt = Bpftrace::start(SCRIPT);
+    let id = prog_of(bt.pid());
+    let _work = Loop::start();
+    let dir = support::tempdir();
+    let data = support::path(&dir, "same.data");
+    let mut top = bpfprof()
+        .args(["top", "--json", "-F", "499", "-d", "1", "-n", "6"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bpfprof top starts");
+    let mut rec = bpfprof()
+        .args(["record", "-a", "-g", "-F", "499", "--duration", "6", "-q", "-o"])
+        .arg(&data)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bpfprof record starts");
+    let out = BufReader::new(top.stdout.take().unwrap());
+    let (mut mine, mut all) = (0u64, 0u64);
+    for line in out.lines() {
+        let v: Value = serde_json::from_str(&line.expect("a line")).expect("each line is JSON");
+        all += v["samples"].as_u64().unwrap();
+        if let Some(p) = prog_in(&v, id) {
+            mine += p["samples"]["total"].as_u64().expect("total with call chains");
+        }
+    }
+    assert!(top.wait().unwrap().success());
+    assert!(rec.wait().unwrap().success());
+    let ours = 100.0 * mine as f64 / all.max(1) as f64;
+    let report = support::stdout(
+        bpfprof()
+            .args(["report", "--bpf", "--json", "-i"])
+            .arg(&data),
+    );
+    let r: Value = serde_json::from_str(&report).expect("report --bpf --json is JSON");
+    let theirs = r["bpf"]["programs"]
+        .as_array()
+        .and_then(|v| v.iter().find(|p| p["id"] == id))
+        .and_then(|p| p["percent"]["total"].as_f64())
+        .expect("the recording charges the program");
+    assert!(theirs > 5.0, "the loop makes the program costly: {theirs}%");
+    // Two samplers over nearly the same seconds of one steady loop.
+    assert!(
+        (ours - theirs).abs() <= 5.0_f64.max(0.2 * theirs),
+        "top {ours:.2}% vs record {theirs:.2}%"
+    );
+}
