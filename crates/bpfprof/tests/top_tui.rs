@@ -126,7 +126,7 @@ fn ready() -> bool {
 }
 
 fn top_command() -> String {
-    format!("{} top -F 999 -d 0.5", env!("CARGO_BIN_EXE_bpfprof"))
+    format!("{} top -F 199 -d 0.5", env!("CARGO_BIN_EXE_bpfprof"))
 }
 
 /// Call getppid(2) on a thread until dropped.

@@ -11,22 +11,24 @@ mod json;
 mod keys;
 mod live;
 mod model;
+mod screen;
 mod term;
 mod ui;
 mod window;
 
 use std::io::{IsTerminal, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use ratatui::crossterm::event::{self, Event, KeyEventKind};
 
 use crate::analyze::annotate::{self, AnnotateOptions, Selection, Target};
 use crate::capture::sys;
 pub use live::LiveOptions;
 use live::Live;
-use window::{Interval, Window};
+use window::Window;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {
@@ -46,8 +48,6 @@ pub struct TopOptions {
 /// How many times per interval the rings are drained at least (more when
 /// a ring fills to its watermark).
 const DRAINS_PER_INTERVAL: u32 = 4;
-/// The longest the UI waits for a key or a resize.
-const UI_TICK: Duration = Duration::from_millis(100);
 
 pub fn run(o: &TopOptions) -> anyhow::Result<i32> {
     if o.output == Output::Tui && !std::io::stdout().is_terminal() {
@@ -57,13 +57,33 @@ pub fn run(o: &TopOptions) -> anyhow::Result<i32> {
     sys::install_stop_handlers(wake_w).context("installing signal handlers")?;
     let mut live = Live::start(&o.live)?;
     let r = match o.output {
-        Output::Tui => term::Term::enter()
-            .context("setting up the terminal")
-            .and_then(|mut t| run_loop(&mut live, o, &wake_r, Some(&mut t))),
+        Output::Tui => run_tui(&mut live, o, &wake_r),
         _ => run_loop(&mut live, o, &wake_r, None),
     };
     live.stop();
     r.map(|_| 0)
+}
+
+/// The UI on its own thread, the capture loop on this one.
+fn run_tui(live: &mut Live, o: &TopOptions, wake: &OwnedFd) -> anyhow::Result<()> {
+    let term = term::Term::enter().context("setting up the terminal")?;
+    let (ui_wake_r, ui_wake_w) = sys::pipe(true)?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let shared = Arc::new(screen::Shared {
+        requests: Mutex::new(screen::Requests::default()),
+        quit: AtomicBool::new(false),
+    });
+    let ui = {
+        let shared = shared.clone();
+        std::thread::Builder::new()
+            .name("top-ui".into())
+            .spawn(move || screen::run(term, rx, shared, ui_wake_w))?
+    };
+    let r = run_loop(live, o, wake, Some(Tui { tx, shared: &shared, wake: &ui_wake_r }));
+    shared.quit.store(true, Ordering::SeqCst);
+    let ui_result = ui.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+    r?;
+    ui_result.context("drawing the terminal UI")
 }
 
 /// Own CPU time, in microseconds (all threads).
@@ -72,24 +92,21 @@ fn cpu_us() -> u64 {
     u + s
 }
 
-struct Ui<'a> {
-    term: &'a mut term::Term,
-    state: keys::UiState,
-    view: ui::View,
+/// The capture loop's end of the UI thread.
+struct Tui<'a> {
+    tx: std::sync::mpsc::Sender<screen::Update>,
+    shared: &'a screen::Shared,
+    wake: &'a OwnedFd,
 }
 
 fn run_loop(
     live: &mut Live,
     o: &TopOptions,
     wake: &OwnedFd,
-    term: Option<&mut term::Term>,
+    ui: Option<Tui<'_>>,
 ) -> anyhow::Result<()> {
-    let mut ui = term.map(|term| Ui {
-        term,
-        state: keys::UiState::default(),
-        view: ui::View::default(),
-    });
     let mut pfds: Vec<libc::pollfd> = std::iter::once(wake.as_raw_fd())
+        .chain(ui.as_ref().map(|u| u.wake.as_raw_fd()))
         .chain(live.ring_fds())
         .map(|fd| libc::pollfd {
             fd,
@@ -97,32 +114,43 @@ fn run_loop(
             revents: 0,
         })
         .collect();
+    let first_ring = 1 + ui.is_some() as usize;
     let start = Instant::now();
     let drain_every = o.interval / DRAINS_PER_INTERVAL;
     let mut next_drain = start + drain_every;
     let mut next_refresh = start + o.interval;
     let mut last = (start, cpu_us());
     let mut window = Window::default();
-    let mut shown = Interval::default();
-    let mut cpu = 0.0;
     let mut refreshes = 0u64;
-    let mut out = std::io::stdout().lock();
+    // Locked per line: the UI thread draws on stdout.
+    let out = std::io::stdout();
     if o.output == Output::Csv {
-        writeln!(out, "{}", json::CSV_HEADER)?;
+        writeln!(out.lock(), "{}", json::CSV_HEADER)?;
     }
-    let mut status_note: Option<String> = live.notes.first().cloned();
+    let mut note: Option<String> = live.notes.first().cloned();
+    let debug = std::env::var_os("BPFPROF_DEBUG").is_some();
     loop {
         let now = Instant::now();
-        let mut wait = next_drain.min(next_refresh).saturating_duration_since(now);
-        if ui.is_some() {
-            wait = wait.min(UI_TICK);
-        }
+        let wait = next_drain.min(next_refresh).saturating_duration_since(now);
         sys::poll(&mut pfds, wait.as_millis() as i32).context("poll")?;
         if sys::stop_requested().is_some() {
             return Ok(());
         }
-        let ring_ready = pfds[1..].iter().any(|p| p.revents & libc::POLLIN != 0);
-        for p in &mut pfds[1..] {
+        if let Some(u) = &ui {
+            if u.shared.quit.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            // The UI's wake-ups carry no data: what it wants is in `requests`.
+            let mut buf = [0u8; 64];
+            while matches!(nix_read(u.wake, &mut buf), Some(n) if n > 0) {}
+            if std::mem::take(&mut u.shared.requests.lock().unwrap().toggle_stats) {
+                note = live.set_stats(!live.stats_on()).err();
+            }
+        }
+        let ring_ready = pfds[first_ring..]
+            .iter()
+            .any(|p| p.revents & libc::POLLIN != 0);
+        for p in &mut pfds[first_ring..] {
             // A ring whose task exited (-p) would make poll return at once.
             if p.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
                 p.fd = -1;
@@ -133,128 +161,90 @@ fn run_loop(
             live.drain();
             next_drain = now + drain_every;
         }
-        let mut redraw = false;
-        if let Some(u) = ui.as_mut() {
-            while event::poll(Duration::ZERO)? {
-                match event::read()? {
-                    Event::Key(k) if k.kind != KeyEventKind::Release => {
-                        u.state.key(k, &u.view.progs);
-                        redraw = true;
-                    }
-                    Event::Resize(..) => redraw = true,
-                    _ => {}
+        if now < next_refresh {
+            continue;
+        }
+        let t0 = Instant::now();
+        live.drain();
+        let t1 = Instant::now();
+        let snap = live.snapshot();
+        let (t, c) = (Instant::now(), cpu_us());
+        if debug && ui.is_none() {
+            eprintln!(
+                "bpfprof top: drain {:.1} ms, snapshot {:.1} ms",
+                (t1 - t0).as_secs_f64() * 1e3,
+                (t - t1).as_secs_f64() * 1e3
+            );
+        }
+        let secs = t.duration_since(last.0).as_secs_f64();
+        let cpu = match secs > 0.0 {
+            true => 100.0 * (c - last.1) as f64 / 1e6 / secs,
+            false => 0.0,
+        };
+        last = (t, c);
+        refreshes += 1;
+        next_refresh = (next_refresh + o.interval).max(t);
+        let cx = json::Context {
+            event: &live.event,
+            elapsed_s: t.duration_since(start).as_secs_f64(),
+            cpu_percent: cpu,
+            wall_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        };
+        let stats_on = live.stats_on();
+        match (&ui, o.output) {
+            (Some(u), _) => {
+                let open = u.shared.requests.lock().unwrap().detail;
+                let update = screen::Update {
+                    snap,
+                    secs,
+                    stats_on,
+                    status: screen::StatusFacts {
+                        event: live.event.clone(),
+                        freq: o.live.freq,
+                        interval_s: o.interval.as_secs_f64(),
+                        cpu,
+                        note: note.clone(),
+                    },
+                    detail_lines: open.map(|id| hot_lines(live, id)),
+                };
+                if u.tx.send(update).is_err() {
+                    return Ok(()); // the UI is gone
                 }
             }
-            if u.state.quit {
-                return Ok(());
+            (None, Output::Csv) => {
+                let shown = window.advance(snap, secs, stats_on);
+                json::csv_rows(&mut out.lock(), &shown, &cx)?
             }
-            if std::mem::take(&mut u.state.toggle_stats) {
-                status_note = live.set_stats(!live.stats_on()).err();
-            }
-        }
-        if now >= next_refresh {
-            live.drain();
-            let snap = live.snapshot();
-            let (t, c) = (Instant::now(), cpu_us());
-            let secs = t.duration_since(last.0).as_secs_f64();
-            cpu = match secs > 0.0 {
-                true => 100.0 * (c - last.1) as f64 / 1e6 / secs,
-                false => 0.0,
-            };
-            shown = window.advance(snap, secs, live.stats_on());
-            last = (t, c);
-            refreshes += 1;
-            next_refresh = (next_refresh + o.interval).max(t);
-            let cx = json::Context {
-                event: &live.event,
-                elapsed_s: t.duration_since(start).as_secs_f64(),
-                cpu_percent: cpu,
-                wall_s: std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs()),
-            };
-            match o.output {
-                Output::Json => {
-                    let syms = window.symbols(|_| true);
-                    json::json_line(&mut out, &shown, &syms, &cx)?
-                }
-                Output::Csv => json::csv_rows(&mut out, &shown, &cx)?,
-                Output::Tui => redraw = true,
-            }
-            if o.iterations.is_some_and(|n| refreshes >= n) {
-                return Ok(());
+            (None, _) => {
+                let shown = window.advance(snap, secs, stats_on);
+                let syms = window.symbols(|_| true);
+                json::json_line(&mut out.lock(), &shown, &syms, &cx)?
             }
         }
-        if let (Some(u), true) = (ui.as_mut(), redraw) {
-            u.view = view(live, &window, &shown, &u.state, cpu, o, &status_note);
-            let (state, view) = (&u.state, &u.view);
-            u.term.t.draw(|f| ui::draw(f, view, state))?;
+        if o.iterations.is_some_and(|n| refreshes >= n) {
+            return Ok(());
         }
     }
 }
 
-/// The UI's lines: filtered, sorted, and the opened program's details.
-fn view(
-    live: &mut Live,
-    window: &Window,
-    shown: &Interval,
-    s: &keys::UiState,
-    cpu: f64,
-    o: &TopOptions,
-    note: &Option<String>,
-) -> ui::View {
-    let mut progs: Vec<_> = shown
-        .progs
-        .iter()
-        .filter(|p| s.keeps_prog(p))
-        .cloned()
-        .collect();
-    keys::sort_progs(&mut progs, s.bpf_sort());
-    let mut syms = window.symbols(|k| s.keeps_sym(&k.sym, &k.comm));
-    syms.truncate(500);
-    keys::sort_syms(&mut syms, s.sym_sort());
-    let unloaded = shown.progs.iter().filter(|p| p.unloaded).count();
-    let mut status = format!(
-        "bpfprof top: {} at {} Hz, -g | {:.0} samples/s{} | {} BPF programs ({unloaded} unloaded) | BPF stats {} | top's CPU {cpu:.1}% | every {:.1}s",
-        live.event,
-        o.live.freq,
-        match shown.secs > 0.0 {
-            true => shown.samples as f64 / shown.secs,
-            false => 0.0,
-        },
-        match shown.lost {
-            0 => String::new(),
-            n => format!(", {n} lost"),
-        },
-        shown.progs.len(),
-        if shown.stats_on { "on" } else { "off" },
-        o.interval.as_secs_f64(),
-    );
-    if let Some(n) = note {
-        status.push_str(" | ");
-        status.push_str(n);
-    }
-    let detail = s.detail.and_then(|id| {
-        let prog = shown.progs.iter().find(|p| p.id == id)?.clone();
-        Some(detail(live, prog))
-    });
-    ui::View {
-        status,
-        progs,
-        syms,
-        detail,
-    }
+/// Read what a non-blocking pipe holds; None when it holds nothing.
+fn nix_read(fd: &OwnedFd, buf: &mut [u8]) -> Option<usize> {
+    use std::io::Read;
+    let mut f = std::fs::File::from(fd.try_clone().ok()?);
+    f.read(buf).ok()
 }
 
 /// A program's hottest source lines since start, from the annotation of
 /// its JIT code that `annotate` prints.
-fn detail(live: &mut Live, prog: window::ProgLine) -> ui::Detail {
+fn hot_lines(live: &mut Live, id: u32) -> (u32, Vec<ui::HotLine>, Option<String>) {
     let opts = AnnotateOptions {
         xlated: false,
         kcore: annotate::default_kcore().to_path_buf(),
         callchains: true,
     };
-    let targets = annotate::annotate(live.profile(), &Selection::Prog(prog.id), None, &opts);
+    let targets = annotate::annotate(live.profile(), &Selection::Prog(id), None, &opts);
     let mut lines = Vec::new();
     let mut note = None;
     for t in targets {
@@ -275,5 +265,5 @@ fn detail(live: &mut Live, prog: window::ProgLine) -> ui::Detail {
     if lines.is_empty() && note.is_none() {
         note = Some("no samples on its source lines yet (or it has no line info)".into());
     }
-    ui::Detail { prog, lines, note }
+    (id, lines, note)
 }

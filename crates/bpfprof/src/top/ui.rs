@@ -38,6 +38,35 @@ pub struct View {
     pub detail: Option<Detail>,
 }
 
+/// The narrowest the flexible column (a name) gets before others go.
+const NAME_MIN: u16 = 15;
+
+/// Widths of the columns that fit in `width` (one blank between columns):
+/// by priority, lowest number first, each kept while the rest still fit;
+/// column `flex` gets what is left. Exact lengths only: constraints that
+/// cannot all hold send ratatui's solver into a loop.
+fn fit(width: u16, cols: &[(u16, u8)], flex: usize) -> Vec<Option<u16>> {
+    let mut order: Vec<usize> = (0..cols.len()).collect();
+    order.sort_by_key(|&i| (cols[i].1, i));
+    let mut kept = vec![false; cols.len()];
+    let mut used: u32 = 0;
+    for i in order {
+        let add = cols[i].0 as u32 + if used == 0 { 0 } else { 1 };
+        if used + add <= width as u32 {
+            used += add;
+            kept[i] = true;
+        }
+    }
+    let spare = width as u32 - used;
+    (0..cols.len())
+        .map(|i| match (kept[i], i == flex) {
+            (false, _) => None,
+            (true, false) => Some(cols[i].0),
+            (true, true) => Some((cols[i].0 as u32 + spare).min(u16::MAX as u32) as u16),
+        })
+        .collect()
+}
+
 fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.2}%"))
 }
@@ -88,13 +117,20 @@ fn pane_block(title: String, focused: bool) -> Block<'static> {
 }
 
 pub fn draw(f: &mut Frame<'_>, v: &View, s: &UiState) {
+    let area = f.area();
+    if area.height < 8 || area.width < 20 {
+        f.render_widget(Paragraph::new("bpfprof top: window too small (q quits)"), area);
+        return;
+    }
+    // Exact heights, for the reason `fit` gives.
+    let panes = area.height - 2;
     let [status, bpf, syms, keys] = Layout::vertical([
         Constraint::Length(1),
-        Constraint::Percentage(50),
-        Constraint::Min(3),
+        Constraint::Length(panes / 2),
+        Constraint::Length(panes - panes / 2),
         Constraint::Length(1),
     ])
-    .areas(f.area());
+    .areas(area);
     f.render_widget(Paragraph::new(v.status.as_str()), status);
     match &v.detail {
         Some(d) => draw_detail(f, bpf, d, s),
@@ -118,33 +154,39 @@ pub fn draw(f: &mut Frame<'_>, v: &View, s: &UiState) {
 
 fn draw_bpf(f: &mut Frame<'_>, area: Rect, v: &View, s: &UiState) {
     let sort = s.bpf_sort();
-    let head = |name: &'static str, col: BpfSort| -> Cell<'static> {
-        match col == sort {
-            true => Cell::from(format!("{name}▼")),
-            false => Cell::from(name),
-        }
-    };
-    let header = Row::new(vec![
-        head("Total", BpfSort::Total),
-        head("Self", BpfSort::Own),
-        head("Called", BpfSort::Called),
-        head("Hook", BpfSort::Hook),
-        head("Runs/s", BpfSort::RunsPerSec),
-        head("Avg ns", BpfSort::AvgNs),
-        head("ID", BpfSort::Id),
-        Cell::from("Type"),
-        head("Name", BpfSort::Name),
-        Cell::from("Attach"),
-        Cell::from("Owner"),
-        head("Loaded", BpfSort::Loaded),
-    ])
+    // (header, sort column, width, priority): what a narrow terminal drops
+    // first has the highest priority number. Name takes what is left.
+    let cols: [(&'static str, Option<BpfSort>, u16, u8); 12] = [
+        ("Total", Some(BpfSort::Total), 8, 0),
+        ("Self", Some(BpfSort::Own), 7, 1),
+        ("Called", Some(BpfSort::Called), 7, 3),
+        ("Hook", Some(BpfSort::Hook), 7, 3),
+        ("Runs/s", Some(BpfSort::RunsPerSec), 8, 5),
+        ("Avg ns", Some(BpfSort::AvgNs), 7, 5),
+        ("ID", Some(BpfSort::Id), 6, 2),
+        ("Type", None, 11, 6),
+        ("Name", Some(BpfSort::Name), NAME_MIN, 0),
+        ("Attach", None, 26, 4),
+        ("Owner", None, 16, 4),
+        ("Loaded", Some(BpfSort::Loaded), 7, 7),
+    ];
+    let widths = fit(area.width, &cols.map(|c| (c.2, c.3)), 8);
+    let header = Row::new(
+        cols.iter()
+            .zip(&widths)
+            .filter(|(_, w)| w.is_some())
+            .map(|(c, _)| match c.1 == Some(sort) {
+                true => Cell::from(format!("{}▼", c.0)),
+                false => Cell::from(c.0),
+            }),
+    )
     .style(Style::default().add_modifier(Modifier::UNDERLINED));
     let rows = v.progs.iter().map(|p| {
         let name = match p.unloaded {
             true => format!("{} [unloaded]", p.name),
             false => p.name.clone(),
         };
-        let row = Row::new(vec![
+        let cells = [
             pct(p.percent.total),
             format!("{:.2}%", p.percent.own),
             pct(p.percent.called),
@@ -158,26 +200,20 @@ fn draw_bpf(f: &mut Frame<'_>, area: Rect, v: &View, s: &UiState) {
             attach_text(p),
             owner_text(p),
             p.loaded_s.map_or_else(|| "-".into(), age),
-        ]);
+        ];
+        let row = Row::new(
+            cells
+                .into_iter()
+                .zip(&widths)
+                .filter(|(_, w)| w.is_some())
+                .map(|(c, _)| c),
+        );
         match p.unloaded {
             true => row.style(Style::default().add_modifier(Modifier::DIM)),
             false => row,
         }
     });
-    let widths = [
-        Constraint::Length(8),
-        Constraint::Length(7),
-        Constraint::Length(7),
-        Constraint::Length(7),
-        Constraint::Length(8),
-        Constraint::Length(7),
-        Constraint::Length(6),
-        Constraint::Length(11),
-        Constraint::Fill(1),
-        Constraint::Length(26),
-        Constraint::Length(16),
-        Constraint::Length(7),
-    ];
+    let widths: Vec<Constraint> = widths.iter().flatten().map(|&w| Constraint::Length(w)).collect();
     let title = format!(
         " BPF programs ({}; last interval; sort: {}) ",
         v.progs.len(),
@@ -240,22 +276,26 @@ fn draw_detail(f: &mut Frame<'_>, area: Rect, d: &Detail, s: &UiState) {
 
 fn draw_syms(f: &mut Frame<'_>, area: Rect, v: &View, s: &UiState) {
     let sort = s.sym_sort();
+    let widths = fit(area.width, &[(8, 0), (8, 2), (NAME_MIN, 0), (28, 1)], 2);
+    let keep = |i: usize| widths[i].is_some();
     let rows = v.syms.iter().map(|r| {
-        Row::new(vec![
+        let cells = [
             format!("{:.2}%", r.overhead),
             r.samples.to_string(),
             format!("[{}] {}", if r.kernel { 'k' } else { '.' }, r.symbol),
             r.dso.clone(),
-        ])
+        ];
+        Row::new(cells.into_iter().enumerate().filter(|(i, _)| keep(*i)).map(|(_, c)| c))
     });
-    let widths = [
-        Constraint::Length(8),
-        Constraint::Length(8),
-        Constraint::Fill(1),
-        Constraint::Length(28),
-    ];
-    let header = Row::new(vec!["Overhead", "Samples", "Symbol", "Shared Object"])
-        .style(Style::default().add_modifier(Modifier::UNDERLINED));
+    let header = Row::new(
+        ["Overhead", "Samples", "Symbol", "Shared Object"]
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| keep(*i))
+            .map(|(_, c)| c),
+    )
+    .style(Style::default().add_modifier(Modifier::UNDERLINED));
+    let widths: Vec<Constraint> = widths.iter().flatten().map(|&w| Constraint::Length(w)).collect();
     let title = format!(
         " Symbols (decaying by 7/8 each refresh; sort: {}) ",
         sym_sort_name(sort)
@@ -346,8 +386,33 @@ mod tests {
 
     #[test]
     fn a_narrow_terminal_still_draws() {
-        let text = screen(&view(), &UiState::default(), 40, 8);
-        assert!(text.contains("bpfprof top"), "{text}");
+        for (w, h) in [(40, 8), (19, 30), (100, 3), (1, 1)] {
+            let text = screen(&view(), &UiState::default(), w, h);
+            assert!(text.starts_with('b'), "{w}x{h}: {text}");
+        }
+    }
+
+    #[test]
+    fn columns_fit_any_width() {
+        for w in [0u16, 10, 40, 100, 160, 300] {
+            let cols = [(8, 0), (7, 1), (NAME_MIN, 0), (26, 4)];
+            let got = fit(w, &cols, 2);
+            let kept: Vec<u16> = got.iter().flatten().copied().collect();
+            let total: u32 = kept.iter().map(|&x| x as u32).sum::<u32>()
+                + kept.len().saturating_sub(1) as u32;
+            assert!(total <= w as u32, "{w}: {got:?}");
+            if w >= 8 + 1 + NAME_MIN + 1 + 7 {
+                assert!(got[0].is_some() && got[1].is_some() && got[2].is_some(), "{w}: {got:?}");
+            }
+        }
+        // Wide: everything, the name taking the rest.
+        assert_eq!(fit(100, &[(8, 0), (15, 0), (20, 3)], 1), [Some(8), Some(70), Some(20)]);
+    }
+
+    #[test]
+    fn a_narrow_window_keeps_the_name() {
+        let text = screen(&view(), &UiState::default(), 100, 20);
+        assert!(text.contains("sys_enter_getpp"), "{text}");
     }
 
     #[test]
