@@ -29,7 +29,12 @@ pub struct TopArgs {
     #[arg(short = 'F', long = "freq", default_value_t = 4000)]
     pub freq: u64,
     /// Seconds between refreshes (fractions allowed).
-    #[arg(short = 'd', long = "delay", value_name = "SECONDS", default_value_t = 1.0)]
+    #[arg(
+        short = 'd',
+        long = "delay",
+        value_name = "SECONDS",
+        default_value_t = 1.0
+    )]
     pub delay: f64,
     /// Stop after this many refreshes.
     #[arg(short = 'n', long = "iterations", value_name = "N")]
@@ -52,13 +57,19 @@ pub struct TopArgs {
 
 pub fn run(a: &TopArgs) -> anyhow::Result<i32> {
     if !(a.delay.is_finite() && a.delay >= 0.1) {
-        bail!("-d: the refresh interval must be at least 0.1 seconds, not {}", a.delay);
+        bail!(
+            "-d: the refresh interval must be at least 0.1 seconds, not {}",
+            a.delay
+        );
     }
     if a.freq == 0 {
         bail!("-F: the frequency must be at least 1 Hz");
     }
     if !a.mmap_pages.is_power_of_two() {
-        bail!("-m: the ring size must be a power of two pages, not {}", a.mmap_pages);
+        bail!(
+            "-m: the ring size must be a power of two pages, not {}",
+            a.mmap_pages
+        );
     }
     if a.all_cpus && !a.pid.is_empty() {
         bail!("-a and -p exclude each other: -a is the whole system, -p some processes");

@@ -269,7 +269,12 @@ fn threads(pid: u32) -> Vec<String> {
     rd.flatten()
         .map(|t| {
             let read = |f: &str| std::fs::read_to_string(t.path().join(f)).unwrap_or_default();
-            format!("{pid}/{}: {} in {}", t.file_name().to_string_lossy(), read("comm").trim(), read("wchan"))
+            format!(
+                "{pid}/{}: {} in {}",
+                t.file_name().to_string_lossy(),
+                read("comm").trim(),
+                read("wchan")
+            )
         })
         .collect()
 }

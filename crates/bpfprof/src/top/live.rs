@@ -12,9 +12,9 @@ use bpfinfo::sys::Capture;
 use perfdata::{bpf_event, record_type, Features, PerfFile, PerfFileWriter};
 
 use super::model::Snapshot;
-use crate::analyze::Engine;
 use crate::analyze::bpf_view::{AttachPoint, Owner};
 use crate::analyze::profile::ProgRecord;
+use crate::analyze::Engine;
 use crate::analyze::{Profile, ProfileOptions};
 use crate::capture::bpf::{self, BpfBook, SharedBook};
 use crate::capture::events::{self, Config, EventSpec, Opened, Target};
@@ -89,7 +89,9 @@ impl Live {
         let side = match sideband::start(&cpus, book.clone(), Capture::Full) {
             Ok(s) => Some(s),
             Err(e) => {
-                notes.push(format!("BPF side band unavailable ({e}): programs loaded from now on are read late"));
+                notes.push(format!(
+                    "BPF side band unavailable ({e}): programs loaded from now on are read late"
+                ));
                 None
             }
         };
@@ -145,7 +147,9 @@ impl Live {
             None => Processes::All,
             Some(p) => Processes::Only(p.clone()),
         };
-        synth.run(&procs, true).context("describing the running system")?;
+        synth
+            .run(&procs, true)
+            .context("describing the running system")?;
         self.notes.append(&mut synth.warnings);
         let bytes = w.finish(&Features::default())?.into_inner();
         self.meta.snapshot();
@@ -260,7 +264,9 @@ impl Live {
         } else if !on {
             self.stats_fd = None;
             if self.stats_sysctl {
-                return Err("BPF stats stay on: kernel.bpf_stats_enabled=1 was set before top".into());
+                return Err(
+                    "BPF stats stay on: kernel.bpf_stats_enabled=1 was set before top".into(),
+                );
             }
         }
         Ok(())

@@ -26,8 +26,8 @@ use anyhow::{bail, Context};
 
 use crate::analyze::annotate::{self, AnnotateOptions, Selection, Target};
 use crate::capture::sys;
-pub use live::LiveOptions;
 use live::Live;
+pub use live::LiveOptions;
 use window::Window;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,7 +79,16 @@ fn run_tui(live: &mut Live, o: &TopOptions, wake: &OwnedFd) -> anyhow::Result<()
             .name("top-ui".into())
             .spawn(move || screen::run(term, rx, shared, ui_wake_w))?
     };
-    let r = run_loop(live, o, wake, Some(Tui { tx, shared: &shared, wake: &ui_wake_r }));
+    let r = run_loop(
+        live,
+        o,
+        wake,
+        Some(Tui {
+            tx,
+            shared: &shared,
+            wake: &ui_wake_r,
+        }),
+    );
     shared.quit.store(true, Ordering::SeqCst);
     let ui_result = ui.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
     r?;
@@ -251,7 +260,11 @@ fn hot_lines(live: &mut Live, id: u32) -> (u32, Vec<ui::HotLine>, Option<String>
         match t {
             Target::Annotated(a) => lines.extend(a.lines.iter().filter(|l| l.samples > 0).map(
                 |l| ui::HotLine {
-                    place: format!("{}:{}", l.file.rsplit('/').next().unwrap_or(&l.file), l.line),
+                    place: format!(
+                        "{}:{}",
+                        l.file.rsplit('/').next().unwrap_or(&l.file),
+                        l.line
+                    ),
                     text: l.text.trim().to_string(),
                     samples: l.samples,
                     percent: l.percent,

@@ -152,7 +152,10 @@ fn build(
         let prog = shown.progs.iter().find(|p| p.id == id)?.clone();
         let (lines, note) = match detail_lines {
             Some((d, lines, note)) if *d == id => (lines.clone(), note.clone()),
-            _ => (Vec::new(), Some("reading its source lines at the next refresh".into())),
+            _ => (
+                Vec::new(),
+                Some("reading its source lines at the next refresh".into()),
+            ),
         };
         Some(ui::Detail { prog, lines, note })
     });

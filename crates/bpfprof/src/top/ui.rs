@@ -119,7 +119,10 @@ fn pane_block(title: String, focused: bool) -> Block<'static> {
 pub fn draw(f: &mut Frame<'_>, v: &View, s: &UiState) {
     let area = f.area();
     if area.height < 8 || area.width < 20 {
-        f.render_widget(Paragraph::new("bpfprof top: window too small (q quits)"), area);
+        f.render_widget(
+            Paragraph::new("bpfprof top: window too small (q quits)"),
+            area,
+        );
         return;
     }
     // Exact heights, for the reason `fit` gives.
@@ -144,9 +147,7 @@ pub fn draw(f: &mut Frame<'_>, v: &View, s: &UiState) {
                 true => String::new(),
                 false => format!("  [filter: {}]", s.filter),
             };
-            format!(
-                "q quit  Tab pane  </> sort  / filter  Enter open  Esc back  s stats{filter}"
-            )
+            format!("q quit  Tab pane  </> sort  / filter  Enter open  Esc back  s stats{filter}")
         }
     };
     f.render_widget(Paragraph::new(help), keys);
@@ -213,7 +214,11 @@ fn draw_bpf(f: &mut Frame<'_>, area: Rect, v: &View, s: &UiState) {
             false => row,
         }
     });
-    let widths: Vec<Constraint> = widths.iter().flatten().map(|&w| Constraint::Length(w)).collect();
+    let widths: Vec<Constraint> = widths
+        .iter()
+        .flatten()
+        .map(|&w| Constraint::Length(w))
+        .collect();
     let title = format!(
         " BPF programs ({}; last interval; sort: {}) ",
         v.progs.len(),
@@ -242,7 +247,8 @@ fn draw_detail(f: &mut Frame<'_>, area: Rect, d: &Detail, s: &UiState) {
         p.percent.own,
         pct(p.percent.called),
         pct(p.percent.hook),
-        p.runs_per_s.map_or_else(|| "-".into(), |r| format!("{r:.0}")),
+        p.runs_per_s
+            .map_or_else(|| "-".into(), |r| format!("{r:.0}")),
         p.avg_ns.map_or_else(|| "-".into(), |n| format!("{n:.0}")),
     ))];
     lines.push(Line::from(format!(
@@ -250,14 +256,18 @@ fn draw_detail(f: &mut Frame<'_>, area: Rect, d: &Detail, s: &UiState) {
         attach_text(p),
         owner_text(p)
     )));
-    lines.push(Line::from("sub-programs (samples: last interval / since start):"));
+    lines.push(Line::from(
+        "sub-programs (samples: last interval / since start):",
+    ));
     for sub in &p.subprogs {
         lines.push(Line::from(format!(
             "  {:>6} {:>8}  #{} {}",
             sub.samples, sub.samples_total, sub.index, sub.name
         )));
     }
-    lines.push(Line::from("hottest source lines (own samples since start):"));
+    lines.push(Line::from(
+        "hottest source lines (own samples since start):",
+    ));
     for h in &d.lines {
         lines.push(Line::from(format!(
             "  {:>6.2}% {:>6}  {}  {}",
@@ -285,7 +295,13 @@ fn draw_syms(f: &mut Frame<'_>, area: Rect, v: &View, s: &UiState) {
             format!("[{}] {}", if r.kernel { 'k' } else { '.' }, r.symbol),
             r.dso.clone(),
         ];
-        Row::new(cells.into_iter().enumerate().filter(|(i, _)| keep(*i)).map(|(_, c)| c))
+        Row::new(
+            cells
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| keep(*i))
+                .map(|(_, c)| c),
+        )
     });
     let header = Row::new(
         ["Overhead", "Samples", "Symbol", "Shared Object"]
@@ -295,7 +311,11 @@ fn draw_syms(f: &mut Frame<'_>, area: Rect, v: &View, s: &UiState) {
             .map(|(_, c)| c),
     )
     .style(Style::default().add_modifier(Modifier::UNDERLINED));
-    let widths: Vec<Constraint> = widths.iter().flatten().map(|&w| Constraint::Length(w)).collect();
+    let widths: Vec<Constraint> = widths
+        .iter()
+        .flatten()
+        .map(|&w| Constraint::Length(w))
+        .collect();
     let title = format!(
         " Symbols (decaying by 7/8 each refresh; sort: {}) ",
         sym_sort_name(sort)
@@ -398,15 +418,21 @@ mod tests {
             let cols = [(8, 0), (7, 1), (NAME_MIN, 0), (26, 4)];
             let got = fit(w, &cols, 2);
             let kept: Vec<u16> = got.iter().flatten().copied().collect();
-            let total: u32 = kept.iter().map(|&x| x as u32).sum::<u32>()
-                + kept.len().saturating_sub(1) as u32;
+            let total: u32 =
+                kept.iter().map(|&x| x as u32).sum::<u32>() + kept.len().saturating_sub(1) as u32;
             assert!(total <= w as u32, "{w}: {got:?}");
             if w >= 8 + 1 + NAME_MIN + 1 + 7 {
-                assert!(got[0].is_some() && got[1].is_some() && got[2].is_some(), "{w}: {got:?}");
+                assert!(
+                    got[0].is_some() && got[1].is_some() && got[2].is_some(),
+                    "{w}: {got:?}"
+                );
             }
         }
         // Wide: everything, the name taking the rest.
-        assert_eq!(fit(100, &[(8, 0), (15, 0), (20, 3)], 1), [Some(8), Some(70), Some(20)]);
+        assert_eq!(
+            fit(100, &[(8, 0), (15, 0), (20, 3)], 1),
+            [Some(8), Some(70), Some(20)]
+        );
     }
 
     #[test]
