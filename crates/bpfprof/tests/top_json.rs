@@ -114,7 +114,7 @@ impl Drop for Loop {
     }
 }
 
-fn prog_in<'a>(line: &'a Value, id: u64) -> Option<&'a Value> {
+fn prog_in(line: &Value, id: u64) -> Option<&Value> {
     line["programs"].as_array()?.iter().find(|p| p["id"] == id)
 }
 

@@ -97,7 +97,7 @@ impl Tmux {
             if Instant::now() >= deadline {
                 let stuck: Vec<String> = children_of(self.pane_pid())
                     .into_iter()
-                    .flat_map(|p| threads(p))
+                    .flat_map(threads)
                     .collect();
                 panic!(
                     "terminal not restored; threads under the shell: {stuck:#?}\nscreen:\n{}",

@@ -139,7 +139,7 @@ impl UiState {
             KeyCode::Char('>') | KeyCode::Char('.') => self.step_sort(1),
             KeyCode::Char('<') | KeyCode::Char(',') => self.step_sort(-1),
             KeyCode::Char('s') => self.toggle_stats = true,
-            KeyCode::Down | KeyCode::Char('j') => self.selected[i] = self.selected[i] + 1,
+            KeyCode::Down | KeyCode::Char('j') => self.selected[i] += 1,
             KeyCode::Up | KeyCode::Char('k') => {
                 self.selected[i] = self.selected[i].saturating_sub(1)
             }
@@ -203,7 +203,7 @@ pub fn sort_progs(v: &mut [ProgLine], by: BpfSort) {
 pub fn sort_syms(v: &mut [SymLine], by: SymSort) {
     match by {
         SymSort::Overhead => {} // the window's order
-        SymSort::Samples => v.sort_by(|a, b| b.samples.cmp(&a.samples)),
+        SymSort::Samples => v.sort_by_key(|r| std::cmp::Reverse(r.samples)),
         SymSort::Symbol => v.sort_by(|a, b| a.symbol.cmp(&b.symbol)),
         SymSort::Dso => v.sort_by(|a, b| a.dso.cmp(&b.dso).then(a.symbol.cmp(&b.symbol))),
     }

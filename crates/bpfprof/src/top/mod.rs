@@ -273,7 +273,7 @@ fn hot_lines(live: &mut Live, id: u32) -> (u32, Vec<ui::HotLine>, Option<String>
             Target::Unavailable(u) => note = Some(u.why),
         }
     }
-    lines.sort_by(|a, b| b.samples.cmp(&a.samples));
+    lines.sort_by_key(|l| std::cmp::Reverse(l.samples));
     lines.truncate(12);
     if lines.is_empty() && note.is_none() {
         note = Some("no samples on its source lines yet (or it has no line info)".into());
