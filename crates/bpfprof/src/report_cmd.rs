@@ -13,7 +13,7 @@ use bpfprof::analyze::ProfileOptions;
 pub struct ReportArgs {
     #[command(flatten)]
     pub input: InputArgs,
-    /// Sort (group) by these keys, comma-separated: comm, pid, dso, sym, bpf_prog.
+    /// Sort (group) by these keys, comma-separated: comm, pid, tid, cpu, dso, sym, bpf_prog.
     #[arg(
         short = 's',
         long,
@@ -21,11 +21,12 @@ pub struct ReportArgs {
         default_value = "comm,dso,sym"
     )]
     pub sort: Vec<SortKey>,
-    /// Show each row's share including its callees (needs a recording with -g).
+    /// Show each row's share including its callees: the default, as in
+    /// perf, for a recording with call chains (`record -g`).
     #[arg(long, overrides_with = "no_children")]
     pub children: bool,
-    /// Show only each row's own samples (the default).
-    #[arg(long)]
+    /// Show only each row's own samples.
+    #[arg(long, overrides_with = "children")]
     pub no_children: bool,
     /// Print call graphs under each row: callee (default) or caller order;
     /// `none` prints none, as in perf.
@@ -59,6 +60,12 @@ pub struct ReportArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Print the recording's header (as perf's `--header`) before the report.
+    #[arg(long)]
+    pub header: bool,
+    /// Print only the recording's header.
+    #[arg(long)]
+    pub header_only: bool,
 }
 
 /// What `-g` asks for. perf's own `-g none` is the habit of anyone who
@@ -92,39 +99,52 @@ impl ReportArgs {
         }
     }
 
-    /// Whether the children column is shown.
-    fn children(&self) -> bool {
-        self.children && !self.no_children
+    /// Whether the children column is shown: asked for, or by default on
+    /// a recording with call chains (perf's default too), unless
+    /// `--no-children`.
+    fn children(&self, file_has_callchains: bool) -> bool {
+        !self.no_children && (self.children || file_has_callchains)
     }
 
     /// Whether the report reads call chains (for graphs or children).
-    pub fn callchains(&self) -> bool {
-        self.children() || self.graph_order().is_some()
+    pub fn callchains(&self, file_has_callchains: bool) -> bool {
+        self.children(file_has_callchains) || self.graph_order().is_some()
     }
 }
 
 pub fn run(a: &ReportArgs) -> Result<()> {
     let call_graph = a.graph_order();
-    let callchains = a.callchains();
     let by_thread = a
         .sort
         .iter()
-        .any(|k| matches!(k, SortKey::Comm | SortKey::Pid))
+        .any(|k| matches!(k, SortKey::Comm | SortKey::Pid | SortKey::Tid))
         || !a.comms.is_empty()
         || !a.pids.is_empty();
     let file = a.input.open()?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    if a.header || a.header_only {
+        let r = bpfprof::analyze::header::print(&file, &mut out);
+        if a.header_only {
+            return finish(r.and_then(|_| out.flush()));
+        }
+        finish(r)?;
+    }
+    let has_callchains = bpfprof::analyze::profile::has_callchains(&file);
+    let children = a.children(has_callchains);
+    let callchains = a.callchains(has_callchains);
     // A program's cost beyond its own code is known only from call chains:
     // the BPF view, and the summary atop the default report, read them
     // when the file has them, unless `-g none` asked for a flat report.
-    let bpf_cost = (a.bpf || !a.no_bpf_summary)
-        && a.call_graph != Some(CallGraph::None)
-        && bpfprof::analyze::profile::has_callchains(&file);
+    let bpf_cost =
+        (a.bpf || !a.no_bpf_summary) && a.call_graph != Some(CallGraph::None) && has_callchains;
     let profile = a.input.build(
         &file,
         ProfileOptions {
             callchains: callchains || bpf_cost,
             progress: !a.json,
             merge_threads: !by_thread,
+            cpus: a.sort.contains(&SortKey::Cpu),
             ..Default::default()
         },
     )?;
@@ -135,26 +155,29 @@ pub fn run(a: &ReportArgs) -> Result<()> {
             pids: a.pids.clone(),
             dsos: a.dsos.clone(),
         },
-        children: a.children(),
+        children,
         callgraph: call_graph,
         percent_limit: a.percent_limit,
         bpf_only: a.bpf,
         bpf_summary: !a.no_bpf_summary,
     };
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
     let r = if a.json {
         render::json(&profile, &opts, &mut out)
     } else {
         render::stdio(&profile, &opts, &mut out)
     };
-    let r = match r.and_then(|_| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => r.context("writing the report"),
-    };
+    let r = finish(r.and_then(|_| out.flush()));
     // The process exits next, and the kernel takes the memory back at
     // once: freeing the profile's allocations one by one took 3-4 ms of a
     // 70 ms report (2x30 alternating runs).
     std::mem::forget((file, profile));
     r
+}
+
+/// A closed pipe ends the report quietly, as it ends perf's.
+fn finish(r: std::io::Result<()>) -> Result<()> {
+    match r {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing the report"),
+    }
 }

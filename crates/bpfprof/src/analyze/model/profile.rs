@@ -21,6 +21,9 @@ pub struct RowKey {
     pub pid: u32,
     /// Thread id: perf's `pid` sort key is the thread.
     pub tid: u32,
+    /// The CPU, with [`ProfileOptions::cpus`] (else 0); `u16::MAX` when
+    /// the recording has none.
+    pub cpu: u16,
     pub frame: Frame,
 }
 
@@ -92,6 +95,8 @@ pub struct ProfileOptions {
     /// Replay every sample in time order even for a flat profile, which
     /// does not need it (for tests that hold the two passes equal).
     pub ordered: bool,
+    /// Keep each sample's CPU on its row (for `--sort cpu`).
+    pub cpus: bool,
     /// Keep every sample of the sampling event, in time order, as
     /// [`Profile::samples`] (for `script`, which prints each one).
     pub samples: bool,
@@ -192,5 +197,28 @@ impl Profile {
         } else {
             100.0 * c.period as f64 / self.total.period as f64
         }
+    }
+}
+
+/// `--comm`, `--pid`, `--dso` filters (each a set; empty = all).
+#[derive(Debug, Clone, Default)]
+pub struct Filters {
+    pub comms: Vec<String>,
+    pub pids: Vec<u32>,
+    pub dsos: Vec<String>,
+}
+
+impl Filters {
+    pub fn keep(&self, p: &Profile, k: &RowKey) -> bool {
+        (self.comms.is_empty()
+            || self
+                .comms
+                .iter()
+                .any(|c| *c == p.sym.threads.comms[k.comm as usize]))
+            && (self.pids.is_empty() || self.pids.contains(&k.pid))
+            && (self.dsos.is_empty() || {
+                let d = &p.sym.dsos[k.frame.dso as usize];
+                self.dsos.iter().any(|x| *x == d.short || *x == d.name)
+            })
     }
 }

@@ -9,8 +9,8 @@ use serde::Serialize;
 use super::bpf_render;
 use super::bpf_view::{self, BpfSummary};
 use super::callgraph::{self, CallOrder};
-use super::profile::Profile;
 use super::table::{self, bpf_prog_of, Filters, Row, SortKey};
+use crate::analyze::profile::{Counts, Profile};
 
 /// What `bpfprof report` prints.
 #[derive(Debug, Clone)]
@@ -248,15 +248,8 @@ fn main_table(
     // Only rows at or above the graph's threshold can print a branch; the
     // others print the empty line that ends a graph (every sample has a
     // stack, so a row with samples has one).
-    let graph_min = o.percent_limit.max(0.5);
-    let stacks = o.callgraph.map(|_| {
-        let wanted = visible
-            .iter()
-            .filter(|r| r.counts.samples > 0 && p.percent(&r.counts) >= graph_min)
-            .map(|r| table::group_key(&o.keys, p, &r.key))
-            .collect();
-        callgraph::index(p, &o.keys, &o.filters, &wanted)
-    });
+    let graph_min = o.percent_limit.max(GRAPH_MIN_PERCENT);
+    let stacks = o.callgraph.map(|_| graph_stacks(p, o, &visible, graph_min));
     let (Some(order), Some(stacks)) = (o.callgraph, stacks) else {
         // Without graphs, lines are made on every core.
         // Sized up front: grown by doubling, the text of a big profile was
@@ -303,6 +296,25 @@ fn main_table(
         }
     }
     Ok(())
+}
+
+/// perf's default threshold for a call-graph branch (`-g graph,0.5`).
+const GRAPH_MIN_PERCENT: f64 = 0.5;
+
+/// The stacks of the rows that can show a graph: rows at or above the
+/// graph's threshold (the others could print no branch).
+fn graph_stacks(
+    p: &Profile,
+    o: &ReportOptions,
+    visible: &[&Row],
+    graph_min: f64,
+) -> FxHashMap<table::GroupKey, Vec<(u32, Counts)>> {
+    let wanted = visible
+        .iter()
+        .filter(|r| r.counts.samples > 0 && p.percent(&r.counts) >= graph_min)
+        .map(|r| table::group_key(&o.keys, p, &r.key))
+        .collect();
+    callgraph::index(p, &o.keys, &o.filters, &wanted)
 }
 
 /// Fewer rows than this are printed on one core.
@@ -408,6 +420,12 @@ struct JsonRow {
     comm: Option<String>,
     /// With `--sort pid`: the thread id, which is what perf's pid key is.
     pid: Option<u32>,
+    /// With `--sort tid`: the thread id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tid: Option<u32>,
+    /// With `--sort cpu`: the CPU, -1 when the recording has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpu: Option<i32>,
     dso: Option<String>,
     symbol: Option<String>,
     /// True when all the row's samples are in kernel code, false when
@@ -424,6 +442,10 @@ struct JsonRow {
     bpf_subprog: Option<u32>,
     /// Every sub-program of `bpf_prog_id` the row sums, ascending.
     bpf_subprogs: Option<Vec<u32>>,
+    /// With `-g`: the row's call graph, as the text report draws it (the
+    /// same 0.5% threshold); absent without `-g`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    callgraph: Option<Vec<callgraph::GraphNode>>,
 }
 
 /// What the samples of one output row are: found over the raw rows it
@@ -438,7 +460,7 @@ struct RowFacts {
 }
 
 impl RowFacts {
-    fn add(&mut self, p: &Profile, k: &super::profile::RowKey, samples: u64) {
+    fn add(&mut self, p: &Profile, k: &crate::analyze::profile::RowKey, samples: u64) {
         if table::is_kernel_sym(p, k) {
             self.kernel = true;
             self.kernel_samples += samples;
@@ -485,6 +507,8 @@ struct JsonReport<'a> {
     lost: u64,
     lost_samples: u64,
     sort: &'a [SortKey],
+    /// `callee` or `caller` with `-g`, else null.
+    call_graph: Option<&'static str>,
     warnings: &'a [String],
     rows: Vec<JsonRow>,
     bpf: Option<BpfSummary>,
@@ -511,9 +535,17 @@ pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Res
                 .add(p, k, c.samples);
         }
     }
-    let json_rows = rows
+    let visible: Vec<&Row> = rows
         .iter()
         .filter(|r| p.percent(&r.children.unwrap_or(r.counts)) >= o.percent_limit)
+        .collect();
+    let graph_min = o.percent_limit.max(GRAPH_MIN_PERCENT);
+    let graphs = o.callgraph.map(|order| {
+        let stacks = graph_stacks(p, o, &visible, graph_min);
+        (order, stacks)
+    });
+    let json_rows = visible
+        .iter()
         .map(|r| {
             let s = &p.sym.syms[r.key.frame.sym as usize];
             let mut row = JsonRow {
@@ -523,6 +555,8 @@ pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Res
                 period: r.counts.period,
                 comm: has(SortKey::Comm).then(|| p.sym.threads.comms[r.key.comm as usize].clone()),
                 pid: has(SortKey::Pid).then_some(r.key.tid),
+                tid: has(SortKey::Tid).then_some(r.key.tid),
+                cpu: has(SortKey::Cpu).then(|| table::cpu_number(r.key.cpu)),
                 dso: has(SortKey::Dso).then(|| p.sym.dsos[r.key.frame.dso as usize].short.clone()),
                 symbol: has(SortKey::Sym).then(|| s.name.clone()),
                 kernel: None,
@@ -530,6 +564,12 @@ pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Res
                 bpf_prog_id: None,
                 bpf_subprog: None,
                 bpf_subprogs: None,
+                callgraph: graphs.as_ref().map(|(order, stacks)| {
+                    match stacks.get(&table::group_key(&o.keys, p, &r.key)) {
+                        Some(s) => callgraph::tree(p, s, *order, graph_min),
+                        None => Vec::new(),
+                    }
+                }),
             };
             match facts.get(&table::group_key(&o.keys, p, &r.key)) {
                 Some(f) => f.fill(&mut row),
@@ -551,6 +591,10 @@ pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Res
         lost: p.lost,
         lost_samples: p.lost_samples,
         sort: &o.keys,
+        call_graph: o.callgraph.map(|c| match c {
+            CallOrder::Callee => "callee",
+            CallOrder::Caller => "caller",
+        }),
         warnings: &p.warnings,
         rows: json_rows,
         bpf: bpf_view::summarize(p, &o.filters),
