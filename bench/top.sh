@@ -26,22 +26,33 @@ TCK=$(getconf CLK_TCK)
 trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 
 ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
-# The perf process under `script`.
-perf_pid() { pgrep -n -x perf; }
+# The perf process under `script` (its child or grandchild): not any perf
+# another user runs.
+perf_under() {
+  local p=$1 c _
+  for _ in 1 2 3; do
+    c=$(pgrep -P "$p" | head -1)
+    [ -n "$c" ] || return 1
+    if [ "$(cat "/proc/$c/comm")" = perf ]; then echo "$c"; return 0; fi
+    p=$c
+  done
+  return 1
+}
 
 run() { # label
   "$B" top --json -F "$FREQ" -d 1 >/dev/null 2>&1 &
   local ours=$!
   script -qfc "perf top -F $FREQ -a -g --stdio -d 1" /dev/null >/dev/null 2>&1 &
+  local script=$!
   sleep "$WARM"
   local perf
-  perf=$(perf_pid)
+  perf=$(perf_under "$script")
   local o0 p0 o1 p1
   o0=$(ticks "$ours"); p0=$(ticks "$perf")
   sleep "$DUR"
   o1=$(ticks "$ours"); p1=$(ticks "$perf")
   kill "$ours" "$perf" 2>/dev/null || true
-  wait "$ours" 2>/dev/null || true
+  wait "$ours" "$script" 2>/dev/null || true
   awk -v l="$1" -v o=$((o1 - o0)) -v p=$((p1 - p0)) -v t="$TCK" -v d="$DUR" 'BEGIN {
     printf "%-10s bpfprof top %6.2f%% of a core   perf top %6.2f%%   ratio ours/perf %s\n",
       l, 100 * o / t / d, 100 * p / t / d, (p > 0 ? sprintf("%.2f", o / p) : "n/a") }'

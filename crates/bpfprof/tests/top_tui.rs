@@ -226,6 +226,16 @@ fn a_program_loaded_after_start_shows_sorts_filters_and_resizes() {
     let s = t.wait_for("sort by name", |s| s.contains("sort: name"));
     assert!(order(&s), "by name:\n{s}");
 
+    // Enter opens the selected program: its sub-programs and source lines.
+    t.keys(&["Enter"]);
+    t.wait_for("the program's view", |s| {
+        s.contains("(Esc: back)")
+            && s.contains("sub-programs")
+            && s.contains("hottest source lines")
+    });
+    t.keys(&["Escape"]);
+    t.wait_for("the list again", |s| s.contains("; last interval;"));
+
     // A narrower window redraws at its width: the panes' top borders span
     // the new width exactly.
     let border = |s: &str, w: usize| {

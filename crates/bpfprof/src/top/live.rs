@@ -272,19 +272,17 @@ impl Live {
         Ok(())
     }
 
-    /// The profile so far, as the engine resolves it.
-    pub fn profile(&mut self) -> &Profile {
-        self.engine.profile()
-    }
-
-    /// Everything so far as plain numbers.
-    pub fn snapshot(&mut self) -> Snapshot {
+    /// Everything so far as plain numbers, and what `also` reads from the
+    /// same resolved profile (resolving is the costly part of a refresh).
+    pub fn snapshot<T>(&mut self, also: impl FnOnce(&Profile) -> T) -> (Snapshot, T) {
         self.sync_programs();
         if self.meta_due > 0 {
             self.meta_due -= 1;
             self.meta.snapshot();
         }
-        let mut s = Snapshot::from_profile(self.engine.profile());
+        let p = self.engine.profile();
+        let extra = also(p);
+        let mut s = Snapshot::from_profile(p);
         for (id, p) in s.progs.iter_mut() {
             // Owners and attachments as last seen: the engine got them
             // when the program was added, often before it was attached.
@@ -322,7 +320,7 @@ impl Live {
             }
         }
         s.boot_ns = bpfinfo::sys::boottime_ns();
-        s
+        (s, extra)
     }
 
     pub fn stop(self) {

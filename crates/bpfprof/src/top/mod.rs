@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 
 use crate::analyze::annotate::{self, AnnotateOptions, Selection, Target};
+use crate::analyze::Profile;
 use crate::capture::sys;
 use live::Live;
 pub use live::LiveOptions;
@@ -176,7 +177,10 @@ fn run_loop(
         let t0 = Instant::now();
         live.drain();
         let t1 = Instant::now();
-        let snap = live.snapshot();
+        let open = ui
+            .as_ref()
+            .and_then(|u| u.shared.requests.lock().unwrap().detail);
+        let (snap, detail_lines) = live.snapshot(|p| open.map(|id| hot_lines(p, id)));
         let (t, c) = (Instant::now(), cpu_us());
         if debug && ui.is_none() {
             eprintln!(
@@ -204,7 +208,6 @@ fn run_loop(
         let stats_on = live.stats_on();
         match (&ui, o.output) {
             (Some(u), _) => {
-                let open = u.shared.requests.lock().unwrap().detail;
                 let update = screen::Update {
                     snap,
                     secs,
@@ -216,7 +219,7 @@ fn run_loop(
                         cpu,
                         note: note.clone(),
                     },
-                    detail_lines: open.map(|id| hot_lines(live, id)),
+                    detail_lines,
                 };
                 if u.tx.send(update).is_err() {
                     return Ok(()); // the UI is gone
@@ -247,13 +250,13 @@ fn nix_read(fd: &OwnedFd, buf: &mut [u8]) -> Option<usize> {
 
 /// A program's hottest source lines since start, from the annotation of
 /// its JIT code that `annotate` prints.
-fn hot_lines(live: &mut Live, id: u32) -> (u32, Vec<ui::HotLine>, Option<String>) {
+fn hot_lines(p: &Profile, id: u32) -> (u32, Vec<ui::HotLine>, Option<String>) {
     let opts = AnnotateOptions {
         xlated: false,
         kcore: annotate::default_kcore().to_path_buf(),
         callchains: true,
     };
-    let targets = annotate::annotate(live.profile(), &Selection::Prog(id), None, &opts);
+    let targets = annotate::annotate(p, &Selection::Prog(id), None, &opts);
     let mut lines = Vec::new();
     let mut note = None;
     for t in targets {
