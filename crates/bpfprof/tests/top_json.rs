@@ -247,10 +247,12 @@ fn shares_agree_with_a_recording_of_the_same_period() {
         .and_then(|p| p["percent"]["total"].as_f64())
         .unwrap_or_else(|| panic!("the recording charges program {id}: {}", r["programs"]));
     eprintln!("program {id}: top {ours:.2}% of samples, record {theirs:.2}%");
-    assert!(theirs > 5.0, "the loop makes the program costly: {theirs}%");
+    // On a busy machine the loop gets less of the CPU, and the program less
+    // of the samples; it still gets some.
+    assert!(theirs > 0.5, "the loop makes the program cost: {theirs}%");
     // Two samplers over nearly the same seconds of one steady loop.
     assert!(
-        (ours - theirs).abs() <= 5.0_f64.max(0.2 * theirs),
+        (ours - theirs).abs() <= 1.0_f64.max(0.25 * theirs),
         "top {ours:.2}% vs record {theirs:.2}%"
     );
 }
