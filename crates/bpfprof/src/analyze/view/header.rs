@@ -4,17 +4,18 @@
 //!
 //! Sections are printed in bit order, as perf walks them. Of the sections
 //! perfdata does not decode, those perf shows only with `-I` get perf's
-//! "X info available" line (that needs only the bit), and those whose
+//! "X info available" line (that needs only the bit), those whose
 //! presence is the whole message (BRANCH_STACK, AUXTRACE, STAT) get perf's
-//! fixed sentence. The rest are left out: PMU_MAPPINGS, GROUP_DESC,
-//! CLOCKID, DIR_FORMAT, CPU_PMU_CAPS, CLOCK_DATA, HYBRID_TOPOLOGY and
-//! PMU_CAPS (perf prints nothing for the last when no PMU has
-//! capabilities, the usual case). TRACING_DATA and BUILD_ID print nothing
-//! in perf either.
+//! fixed sentence, and PMU_MAPPINGS, CLOCKID and CLOCK_DATA are read from
+//! their raw bodies (`sections`). Left out: GROUP_DESC, DIR_FORMAT,
+//! CPU_PMU_CAPS, HYBRID_TOPOLOGY and PMU_CAPS (perf prints nothing for the
+//! last when no PMU has capabilities, the usual case). TRACING_DATA and
+//! BUILD_ID print nothing in perf either.
 
 mod attr_text;
 mod bpf_text;
 mod local_time;
+mod sections;
 
 use std::io::Write;
 
@@ -141,6 +142,17 @@ fn feature_lines(file: &PerfFile, bit: u32, v: &mut Vec<String>) {
         f::BRANCH_STACK => v.push("# contains samples with branch stack".into()),
         f::AUXTRACE => v.push("# contains AUX area data (e.g. instruction trace)".into()),
         f::STAT => v.push("# contains stat data".into()),
+        f::PMU_MAPPINGS => v.extend(
+            file.feature_body(bit)
+                .and_then(|b| sections::pmu_mappings(&b)),
+        ),
+        f::CLOCKID => v.extend(file.feature_body(bit).and_then(|b| sections::clockid(&b))),
+        f::CLOCK_DATA => v.extend(
+            file.feature_body(bit)
+                .and_then(|b| sections::clock_data(&b))
+                .into_iter()
+                .flatten(),
+        ),
         f::SAMPLE_TIME => {
             if let Some((first, last)) = ft.sample_time {
                 v.extend(sample_time_lines(first, last));
