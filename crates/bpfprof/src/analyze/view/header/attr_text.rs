@@ -132,79 +132,61 @@ fn branch_sample_type(v: u64) -> String {
     bit_names(v, (0..).zip(BRANCH_SAMPLE_TYPE.iter().copied()))
 }
 
+/// How perf prints a field: p_unsigned, p_hex, p_signed or a bit set.
+type Show = fn(u64) -> String;
+
+fn dec(v: u64) -> String {
+    v.to_string()
+}
+
+fn hex(v: u64) -> String {
+    format!("{v:#x}")
+}
+
+/// `clockid` is perf's one signed field; it travels here as the i32's bits.
+fn signed(v: u64) -> String {
+    (v as u32 as i32).to_string()
+}
+
 /// The `, name = value` pairs perf prints for an attr.
 pub(super) fn attr_fields(a: &EventAttr) -> Vec<(&'static str, String)> {
-    let mut f: Vec<(&'static str, String)> = Vec::new();
-    let mut dec = |name, v: u64| {
-        if v != 0 {
-            f.push((name, v.to_string()));
-        }
-    };
-    dec("type", u64::from(a.type_));
-    dec("size", u64::from(a.size));
-    if a.config != 0 {
-        f.push(("config", format!("{:#x}", a.config)));
-    }
-    if a.sample_period != 0 {
-        f.push((
-            "{ sample_period, sample_freq }",
-            a.sample_period.to_string(),
-        ));
-    }
-    if a.sample_type != 0 {
-        f.push(("sample_type", sample_type(a.sample_type)));
-    }
-    if a.read_format != 0 {
-        f.push(("read_format", read_format(a.read_format)));
-    }
-    for &(name, bit, width) in FLAGS {
+    let head: [(&'static str, u64, Show); 6] = [
+        ("type", a.type_.into(), dec),
+        ("size", a.size.into(), dec),
+        ("config", a.config, hex),
+        ("{ sample_period, sample_freq }", a.sample_period, dec),
+        ("sample_type", a.sample_type, sample_type),
+        ("read_format", a.read_format, read_format),
+    ];
+    let flags = FLAGS.iter().map(|&(name, bit, width)| {
         let v = (a.flags >> bit) & ((1u64 << width) - 1);
-        if v != 0 {
-            f.push((name, v.to_string()));
-        }
-    }
-    let pairs: [(&'static str, u64, fn(u64) -> String); 13] = [
-        (
-            "{ wakeup_events, wakeup_watermark }",
-            a.wakeup.into(),
-            |v| v.to_string(),
-        ),
-        ("bp_type", a.bp_type.into(), |v| v.to_string()),
-        ("{ bp_addr, config1 }", a.config1, |v| format!("{v:#x}")),
-        ("{ bp_len, config2 }", a.config2, |v| format!("{v:#x}")),
+        (name, v, dec as Show)
+    });
+    let tail: [(&'static str, u64, Show); 13] = [
+        ("{ wakeup_events, wakeup_watermark }", a.wakeup.into(), dec),
+        ("bp_type", a.bp_type.into(), dec),
+        ("{ bp_addr, config1 }", a.config1, hex),
+        ("{ bp_len, config2 }", a.config2, hex),
         (
             "branch_sample_type",
             a.branch_sample_type,
             branch_sample_type,
         ),
-        ("sample_regs_user", a.sample_regs_user, |v| {
-            format!("{v:#x}")
-        }),
-        ("sample_stack_user", a.sample_stack_user.into(), |v| {
-            v.to_string()
-        }),
-        // A signed field: stored as the i32's bits.
-        ("clockid", a.clockid as u32 as u64, |v| {
-            (v as u32 as i32).to_string()
-        }),
-        ("sample_regs_intr", a.sample_regs_intr, |v| {
-            format!("{v:#x}")
-        }),
-        ("aux_watermark", a.aux_watermark.into(), |v| v.to_string()),
-        ("sample_max_stack", a.sample_max_stack.into(), |v| {
-            v.to_string()
-        }),
-        ("aux_sample_size", a.aux_sample_size.into(), |v| {
-            v.to_string()
-        }),
-        ("sig_data", a.sig_data, |v| v.to_string()),
+        ("sample_regs_user", a.sample_regs_user, hex),
+        ("sample_stack_user", a.sample_stack_user.into(), dec),
+        ("clockid", u64::from(a.clockid as u32), signed),
+        ("sample_regs_intr", a.sample_regs_intr, hex),
+        ("aux_watermark", a.aux_watermark.into(), dec),
+        ("sample_max_stack", a.sample_max_stack.into(), dec),
+        ("aux_sample_size", a.aux_sample_size.into(), dec),
+        ("sig_data", a.sig_data, dec),
     ];
-    for (name, v, show) in pairs {
-        if v != 0 {
-            f.push((name, show(v)));
-        }
-    }
-    f
+    head.into_iter()
+        .chain(flags)
+        .chain(tail)
+        .filter(|&(_, v, _)| v != 0)
+        .map(|(name, v, show)| (name, show(v)))
+        .collect()
 }
 
 /// `# event : name = NAME, , id = { 1, 2 }, type = 1, ...`: perf writes
