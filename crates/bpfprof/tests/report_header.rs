@@ -244,3 +244,55 @@ fn header_then_the_report() {
     );
     assert_eq!(ours(&["--header"], &data), format!("{header}{report}"));
 }
+
+/// Other attrs than cpu-clock's: a tracepoint with a config, a session
+/// clock (`-k mono`: use_clockid, clockid, and the CLOCKID and CLOCK_DATA
+/// sections), DWARF unwinding's user registers and stack, user-only
+/// sampling at a fixed period. `-B` (no build-id pass) keeps perf from the
+/// abort described at [`perf_record`]; these files need no build ids.
+#[test]
+fn other_event_attrs_and_clock_sections_are_perfs() {
+    if !support::live(true) {
+        return;
+    }
+    let _one = support::one_at_a_time();
+    let dir = support::tempdir();
+    let cases: [(&str, &[&str], &[&str]); 2] = [
+        (
+            "sched:sched_switch",
+            &[
+                "-k",
+                "mono",
+                "-e",
+                "sched:sched_switch",
+                "--call-graph",
+                "dwarf,4096",
+            ],
+            &[
+                "# clockid frequency: ",
+                "# clockid: monotonic (1)",
+                "# reference time: ",
+            ],
+        ),
+        (
+            "cpu-clock:u",
+            &["-e", "cpu-clock:u", "-c", "10007", "--user-regs=AX,BX"],
+            &[],
+        ),
+    ];
+    for (event, args, keys) in cases {
+        let data = support::path(&dir, &format!("{}.data", event.replace(':', "_")));
+        let mut args = args.to_vec();
+        args.push("-B");
+        perf_record(&data, &args, &["sh", "-c", "sleep 0.05; echo x >/dev/null"]);
+        let lines = assert_agree(&data);
+        let head = format!("# event : name = {event}, ");
+        assert!(
+            lines.iter().any(|l| l.starts_with(&head)),
+            "no event line for {event}"
+        );
+        for key in keys {
+            assert!(lines.iter().any(|l| l.starts_with(key)), "no {key} line");
+        }
+    }
+}
