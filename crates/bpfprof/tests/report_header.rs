@@ -54,7 +54,11 @@ fn assert_agree(data: &Path) -> Vec<String> {
     for l in &ours {
         let found = perf[at..].iter().position(|p| p == l);
         let Some(i) = found else {
-            let key = l.split(" : ").next().unwrap_or(l);
+            // The key: the text before " : ", else before ":".
+            let key = l
+                .split_once(" : ")
+                .or_else(|| l.split_once(':'))
+                .map_or(*l, |(k, _)| k);
             let theirs: Vec<&&str> = perf.iter().filter(|p| p.starts_with(key)).collect();
             panic!(
                 "{}: our line\n  {l}\nis not perf's (perf has {theirs:?})",
