@@ -300,3 +300,34 @@ fn other_event_attrs_and_clock_sections_are_perfs() {
         }
     }
 }
+
+/// zstd-compressed recordings (`-z`) by perf and by bpfprof: the
+/// COMPRESSED section's line is perf's.
+#[test]
+fn compressed_recordings_header_is_perfs() {
+    if !support::live(true) {
+        return;
+    }
+    let _one = support::one_at_a_time();
+    let dir = support::tempdir();
+    let perf_data = support::path(&dir, "perf-z.data");
+    perf_record(&perf_data, &["-z", "-B"], &["sleep", "0.1"]);
+    let ours_data = support::path(&dir, "bpfprof-z.data");
+    support::run(
+        support::bpfprof()
+            .args(["record", "-z", "-o"])
+            .arg(&ours_data)
+            .args(["--", "sleep", "0.1"])
+            .stderr(Stdio::null()),
+    );
+    for data in [&perf_data, &ours_data] {
+        let lines = assert_agree(data);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("# compressed : Zstd, level = ")),
+            "{}: no compressed line",
+            data.display()
+        );
+    }
+}
