@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 /// perf lines of sections bpfprof leaves out (see analyze/view/header.rs);
 /// any other perf line must be in ours.
 const NOT_PRINTED: &[&str] = &[
-    "# group:",
     "# directory data version",
     "# cpu pmu capabilities",
     "# hybrid cpu system",
@@ -252,7 +251,7 @@ fn header_then_the_report() {
 /// Other attrs than cpu-clock's: a tracepoint with a config, a session
 /// clock (`-k mono`: use_clockid, clockid, and the CLOCKID and CLOCK_DATA
 /// sections), DWARF unwinding's user registers and stack, user-only
-/// sampling at a fixed period. `-B` (no build-id pass) keeps perf from the
+/// sampling at a fixed period, an event group. `-B` (no build-id pass) keeps perf from the
 /// abort described at [`perf_record`]; these files need no build ids.
 #[test]
 fn other_event_attrs_and_clock_sections_are_perfs() {
@@ -261,7 +260,7 @@ fn other_event_attrs_and_clock_sections_are_perfs() {
     }
     let _one = support::one_at_a_time();
     let dir = support::tempdir();
-    let cases: [(&str, &[&str], &[&str]); 2] = [
+    let cases: [(&str, &[&str], &[&str]); 3] = [
         (
             "sched:sched_switch",
             &[
@@ -283,9 +282,14 @@ fn other_event_attrs_and_clock_sections_are_perfs() {
             &["-e", "cpu-clock:u", "-c", "10007", "--user-regs=AX,BX"],
             &[],
         ),
+        (
+            "cpu-clock",
+            &["-e", "{cpu-clock,task-clock}"],
+            &["# group: {cpu-clock,task-clock}"],
+        ),
     ];
-    for (event, args, keys) in cases {
-        let data = support::path(&dir, &format!("{}.data", event.replace(':', "_")));
+    for (i, (event, args, keys)) in cases.into_iter().enumerate() {
+        let data = support::path(&dir, &format!("case{i}.data"));
         let mut args = args.to_vec();
         args.push("-B");
         perf_record(&data, &args, &["sh", "-c", "sleep 0.05; echo x >/dev/null"]);

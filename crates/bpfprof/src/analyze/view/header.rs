@@ -6,10 +6,11 @@
 //! perfdata does not decode, those perf shows only with `-I` get perf's
 //! "X info available" line (that needs only the bit), those whose
 //! presence is the whole message (BRANCH_STACK, AUXTRACE, STAT) get perf's
-//! fixed sentence, and PMU_MAPPINGS, CLOCKID and CLOCK_DATA are read from
-//! their raw bodies (`sections`). Left out: GROUP_DESC, DIR_FORMAT,
-//! CPU_PMU_CAPS, HYBRID_TOPOLOGY and PMU_CAPS (perf prints nothing for the
-//! last when no PMU has capabilities, the usual case). TRACING_DATA and
+//! fixed sentence, and PMU_MAPPINGS, GROUP_DESC, CLOCKID and CLOCK_DATA
+//! are read from their raw bodies (`sections`). Left out: DIR_FORMAT (only
+//! for a perf.data directory), CPU_PMU_CAPS and HYBRID_TOPOLOGY (absent
+//! without a hardware PMU, so untested here) and PMU_CAPS (perf prints
+//! nothing for it when no PMU has capabilities, the usual case). TRACING_DATA and
 //! BUILD_ID print nothing in perf either.
 
 mod attr_text;
@@ -146,6 +147,15 @@ fn feature_lines(file: &PerfFile, bit: u32, v: &mut Vec<String>) {
             file.feature_body(bit)
                 .and_then(|b| sections::pmu_mappings(&b)),
         ),
+        f::GROUP_DESC => {
+            let names: Vec<&str> = file.attrs().iter().map(|a| a.name.as_str()).collect();
+            v.extend(
+                file.feature_body(bit)
+                    .and_then(|b| sections::group_desc(&b, &names))
+                    .into_iter()
+                    .flatten(),
+            )
+        }
         f::CLOCKID => v.extend(file.feature_body(bit).and_then(|b| sections::clockid(&b))),
         f::CLOCK_DATA => v.extend(
             file.feature_body(bit)

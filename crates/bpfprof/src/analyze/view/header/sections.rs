@@ -1,7 +1,8 @@
 //! The few sections perfdata keeps undecoded that perf prints in full
-//! without `-I`: PMU_MAPPINGS, CLOCKID and CLOCK_DATA, read from their raw
-//! bodies ([`perfdata::PerfFile::feature_body`]) in perf's layout
-//! (process_pmu_mappings, process_clockid, process_clock_data). A body
+//! without `-I`: PMU_MAPPINGS, GROUP_DESC, CLOCKID and CLOCK_DATA, read
+//! from their raw bodies ([`perfdata::PerfFile::feature_body`]) in perf's
+//! layout (process_pmu_mappings, process_group_desc, process_clockid,
+//! process_clock_data). A body
 //! that does not parse prints nothing: perf refuses such a file instead.
 
 use super::local_time;
@@ -47,6 +48,29 @@ pub(super) fn pmu_mappings(body: &[u8]) -> Option<String> {
         pairs.push(format!("{name} = {ty}"));
     }
     Some(format!("# pmu mappings: {}", pairs.join(", ")))
+}
+
+/// `# group: NAME{leader,member,...}` per group of more than one event:
+/// each group names its leader's index and its size, members follow the
+/// leader (`names` are the events in file order). perf shows the
+/// unnamed group's stand-in name `{anon_group}` as nothing.
+pub(super) fn group_desc(body: &[u8], names: &[&str]) -> Option<Vec<String>> {
+    let mut b = Body(body);
+    let n = b.u32()?;
+    let mut groups = std::collections::BTreeMap::new();
+    for _ in 0..n {
+        let name = b.string()?;
+        let leader = b.u32()? as usize;
+        let members = b.u32()? as usize;
+        groups.insert(leader, (name, members));
+    }
+    let mut out = Vec::new();
+    for (&leader, (name, members)) in groups.iter().filter(|(_, (_, m))| *m > 1) {
+        let events = names.get(leader..leader.checked_add(*members)?)?;
+        let name = if name == "{anon_group}" { "" } else { name };
+        out.push(format!("# group: {name}{{{}}}", events.join(",")));
+    }
+    Some(out)
 }
 
 /// `# clockid frequency: N MHz`: perf prints the clock's resolution in ns
@@ -127,6 +151,24 @@ mod tests {
         );
         // Cut short: nothing rather than a guess.
         assert_eq!(pmu_mappings(&b[..b.len() - 1]), None);
+    }
+
+    #[test]
+    fn groups_with_their_members() {
+        let mut b = 2u32.to_le_bytes().to_vec();
+        b.extend(string("{anon_group}"));
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&2u32.to_le_bytes());
+        b.extend(string("g2"));
+        b.extend_from_slice(&2u32.to_le_bytes());
+        b.extend_from_slice(&2u32.to_le_bytes());
+        let names = ["cpu-clock", "task-clock", "dummy", "cs"];
+        assert_eq!(
+            group_desc(&b, &names).unwrap(),
+            ["# group: {cpu-clock,task-clock}", "# group: g2{dummy,cs}"]
+        );
+        // A group past the last event is not made up.
+        assert_eq!(group_desc(&b, &names[..3]), None);
     }
 
     #[test]
