@@ -13,7 +13,7 @@ use bpfprof::analyze::ProfileOptions;
 pub struct ReportArgs {
     #[command(flatten)]
     pub input: InputArgs,
-    /// Sort (group) by these keys, comma-separated: comm, pid, dso, sym, bpf_prog.
+    /// Sort (group) by these keys, comma-separated: comm, pid, tid, cpu, dso, sym, bpf_prog.
     #[arg(
         short = 's',
         long,
@@ -117,7 +117,7 @@ pub fn run(a: &ReportArgs) -> Result<()> {
     let by_thread = a
         .sort
         .iter()
-        .any(|k| matches!(k, SortKey::Comm | SortKey::Pid))
+        .any(|k| matches!(k, SortKey::Comm | SortKey::Pid | SortKey::Tid))
         || !a.comms.is_empty()
         || !a.pids.is_empty();
     let file = a.input.open()?;
@@ -144,6 +144,7 @@ pub fn run(a: &ReportArgs) -> Result<()> {
             callchains: callchains || bpf_cost,
             progress: !a.json,
             merge_threads: !by_thread,
+            cpus: a.sort.contains(&SortKey::Cpu),
             ..Default::default()
         },
     )?;

@@ -92,8 +92,19 @@ fn perf_rows(file: &Path, sort: &str, children: bool, args: &[&str]) -> Vec<Row>
         .collect()
 }
 
-/// `bpfprof report --json --sort KEYS ARGS` as (total samples, rows).
+/// `bpfprof report --json --sort KEYS ARGS` as (total samples, rows),
+/// with `--no-children` unless ARGS say `--children`, as [`perf_rows`]
+/// passes one or the other.
 fn our_rows(file: &Path, sort: &str, args: &[&str]) -> (u64, Vec<Row>, Value) {
+    let children = match args.contains(&"--children") {
+        true => None,
+        false => Some("--no-children"),
+    };
+    our_rows_as_given(file, sort, &[children.as_slice(), args].concat())
+}
+
+/// `bpfprof report --json --sort KEYS ARGS` as (total samples, rows).
+fn our_rows_as_given(file: &Path, sort: &str, args: &[&str]) -> (u64, Vec<Row>, Value) {
     let text = support::stdout(
         support::bpfprof()
             .args(["report", "--json", "--sort", sort])
@@ -375,14 +386,16 @@ fn perf_habits_g_none_inverted_and_n() {
     // perf's -G is its alias for caller-order graphs.
     assert_eq!(stdio(&["-G"]), stdio(&["-g", "caller"]));
     assert_ne!(stdio(&["-G"]), stdio(&["-g"]));
-    for children in [false, true] {
+    // Children are the default on a file with call chains, as in perf,
+    // `-g none` or not.
+    let cases: [(bool, &[&str]); 3] = [
+        (false, &["--no-children", "-g", "none"]),
+        (true, &["--children", "-g", "none"]),
+        (true, &["-g", "none"]),
+    ];
+    for (children, args) in cases {
         let perf = perf_rows(&r.data, "dso,sym", children, &[]);
-        let args: &[&str] = if children {
-            &["--children", "-g", "none"]
-        } else {
-            &["-g", "none"]
-        };
-        let (total, ours, _) = our_rows(&r.data, "dso,sym", args);
+        let (total, ours, _) = our_rows_as_given(&r.data, "dso,sym", args);
         assert_eq!(total, perf.iter().map(|x| x.samples).sum::<u64>());
         assert_eq!(ours.iter().all(|x| x.children.is_some()), children);
         assert_agree(&format!("{args:?}"), &ours, &perf);
@@ -506,7 +519,14 @@ fn sort_pid_agrees_with_perf() {
         .arg(&r.data);
     let ours = support::stdout(
         support::bpfprof()
-            .args(["report", "--sort", "pid", "--no-bpf-summary", "-i"])
+            .args([
+                "report",
+                "--no-children",
+                "--sort",
+                "pid",
+                "--no-bpf-summary",
+                "-i",
+            ])
             .arg(&r.data),
     );
     assert_eq!(cells(&ours, 2), cells(&support::stdout(&mut perf), 1));
@@ -770,7 +790,15 @@ fn percent_limit_hides_small_rows_as_perf_does() {
     // The text table too.
     let out = support::stdout(
         support::bpfprof()
-            .args(["report", "--sort", "dso,sym", "--percent-limit", "1", "-i"])
+            .args([
+                "report",
+                "--no-children",
+                "--sort",
+                "dso,sym",
+                "--percent-limit",
+                "1",
+                "-i",
+            ])
             .arg(&r.data),
     );
     for l in out

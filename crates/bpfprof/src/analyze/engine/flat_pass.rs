@@ -26,6 +26,7 @@ use std::sync::mpsc::{channel, Sender};
 use perfdata::{record_type as rt, PerfFile, RoundOrder};
 use rustc_hash::FxHashMap;
 
+use super::early_frames::LocKey;
 use super::events::{change_of, is_kernel_mode, owner, side_event, Change, Event};
 use super::kernel_text::{self, TextCounts};
 use super::map_timeline::{At, MapTimeline};
@@ -775,9 +776,9 @@ fn replay(e: &mut Engine, file: &PerfFile, events: Vec<(At, Event)>, mut tally: 
             match k.site() {
                 // Each location once, and none that a BPF event could
                 // change: no other count lands on its row.
-                Site::Found(loc) if merge => e.counted.rows.push_unique((0, 0, 0, loc), c),
+                Site::Found(loc) if merge => e.counted.rows.push_unique(LocKey::merged(loc), c),
                 Site::Found(loc) => {
-                    e.count_at((k.pid, k.tid, 0), loc, c);
+                    e.count_at((k.pid, k.tid, 0, 0), loc, c);
                 }
                 Site::Kernel(ip) => {
                     e.settle((k.pid, k.tid, ip, true), c);

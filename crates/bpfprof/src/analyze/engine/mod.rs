@@ -109,6 +109,8 @@ pub struct Engine {
     /// Index of the attr whose samples are counted.
     sampling: usize,
     attr_names: Vec<String>,
+    /// Whether each attr's samples carry their CPU.
+    cpu_recorded: Vec<bool>,
     kallsyms_path: PathBuf,
     counted: Counted,
     live: Option<LiveInput>,
@@ -165,6 +167,10 @@ impl Engine {
             opts: opts.clone(),
             sampling,
             attr_names: attrs.iter().map(|a| a.name.clone()).collect(),
+            cpu_recorded: attrs
+                .iter()
+                .map(|a| a.attr.sample_type & perfdata::sample_type::CPU != 0)
+                .collect(),
             kallsyms_path,
             counted: Counted::default(),
             live: None,
@@ -275,8 +281,9 @@ impl Engine {
                     false => 0,
                 };
                 Event::Sample {
-                    attr: live.attrs.index_of(s.id).unwrap_or(0) as u32,
+                    attr: events::attr_u16(live.attrs.index_of(s.id)),
                     misc: header.misc,
+                    cpu: events::cpu_u16(s.cpu),
                     pid: s.pid,
                     tid: s.tid,
                     ip: s.ip,
@@ -369,6 +376,7 @@ impl Engine {
             Event::Sample {
                 attr,
                 misc,
+                cpu,
                 pid,
                 tid,
                 ip,
@@ -377,7 +385,11 @@ impl Engine {
                 stack: (leaf, _),
             } => {
                 self.stack_nodes(pid, new_nodes);
-                self.sample(attr, (misc, pid, tid, ip), period, time, leaf);
+                let cpu = match self.cpu_recorded.get(attr as usize) {
+                    Some(true) => cpu,
+                    _ => events::NO_CPU,
+                };
+                self.sample(attr, (misc, pid, tid, cpu, ip), period, time, leaf);
             }
             ref side => self.side(side),
         }
@@ -407,8 +419,8 @@ impl Engine {
     /// Count one sample, settled against the state the replay is in.
     fn sample(
         &mut self,
-        attr: u32,
-        (misc, pid, tid, ip): (u16, u32, u32, u64),
+        attr: u16,
+        (misc, pid, tid, cpu, ip): (u16, u32, u32, u16, u64),
         period: u64,
         time: u64,
         leaf: u32,
@@ -432,19 +444,24 @@ impl Engine {
         };
         let period = period.max(1);
         self.p.total.add(period);
-        let row = match self
-            .counted
-            .row_cache
-            .count(&self.counted.changes, key, period)
-        {
+        // The memo knows no CPU: rows by CPU skip it.
+        let cached = match self.opts.cpus {
+            true => None,
+            false => self
+                .counted
+                .row_cache
+                .count(&self.counted.changes, key, period),
+        };
+        let row = match cached {
             Some(row) => row,
             None => {
                 let one = Counts { samples: 1, period };
-                let (row, loc) = self.settle((pid, tid, ip, kernel), one);
+                let loc = self.p.sym.locate(pid, ip, kernel);
+                let row = self.count_at((pid, tid, cpu, ip), loc, one);
                 // BPF samples are not cached: each is also counted per
                 // registration.
                 let c = &mut self.counted;
-                if !matches!(loc, Loc::Bpf(_)) {
+                if !matches!(loc, Loc::Bpf(_)) && !self.opts.cpus {
                     if let Some((r, evicted)) = c.row_cache.put(&c.changes, key, row) {
                         c.rows.rows[r as usize].1.merge(evicted);
                     }
@@ -519,21 +536,29 @@ impl Engine {
 
     /// Settle where a sample (or a count of like samples) went, as of now
     /// in the replay, and count it on its location row.
-    fn settle(&mut self, (pid, tid, ip, kernel): (u32, u32, u64, bool), c: Counts) -> (u32, Loc) {
+    fn settle(&mut self, (pid, tid, ip, kernel): (u32, u32, u64, bool), c: Counts) {
         let loc = self.p.sym.locate(pid, ip, kernel);
-        let row = self.count_at((pid, tid, ip), loc, c);
-        (row, loc)
+        self.count_at((pid, tid, 0, ip), loc, c);
     }
 
     /// Count a sample (or like samples) at the address `ip` on the row of
     /// its location `loc`, already settled; its row.
-    fn count_at(&mut self, (pid, tid, ip): (u32, u32, u64), loc: Loc, c: Counts) -> u32 {
+    fn count_at(&mut self, (pid, tid, cpu, ip): (u32, u32, u16, u64), loc: Loc, c: Counts) -> u32 {
         let p = &mut self.p;
         let rows = &mut self.counted.rows;
-        let lkey = match self.opts.merge_threads {
-            true => (0, 0, 0, loc),
-            false => (p.sym.threads.comm_of(tid), pid, tid, loc),
+        let mut lkey = match self.opts.merge_threads {
+            true => LocKey::merged(loc),
+            false => LocKey {
+                comm: p.sym.threads.comm_of(tid),
+                pid,
+                tid,
+                cpu: 0,
+                loc,
+            },
         };
+        if self.opts.cpus {
+            lkey.cpu = cpu;
+        }
         let row = *rows.index.entry(lkey).or_insert_with(|| {
             rows.rows.push((lkey, Counts::default()));
             rows.rows.len() as u32 - 1
@@ -593,7 +618,9 @@ impl Engine {
 /// file, else the ordered replay.
 pub fn build(file: &PerfFile, opts: &ProfileOptions) -> Result<Profile> {
     let mut e = Engine::for_file(file, opts);
-    let flat = !(opts.callchains || opts.ordered || opts.samples) && flat_pass::run(file, &mut e);
+    // The flat pass counts no CPU.
+    let flat = !(opts.callchains || opts.ordered || opts.samples || opts.cpus)
+        && flat_pass::run(file, &mut e);
     if !flat {
         e.replay_file(file)?;
     }

@@ -1,7 +1,7 @@
 //! Counts by location turned into the model's rows and stacks, once every
 //! symbol source is loaded.
 
-use super::early_frames::EarlyFrames;
+use super::early_frames::{EarlyFrames, LocKey};
 use super::{Counted, Engine};
 use crate::analyze::profile::{RowKey, SampleAt, Stacks};
 use crate::symbolize::{DsoId, Frame, Loc};
@@ -47,7 +47,7 @@ impl Engine {
         let mut order: Vec<(Loc, u32)> = loc_rows
             .iter()
             .enumerate()
-            .map(|(i, r)| (r.0 .3, i as u32))
+            .map(|(i, r)| (r.0.loc, i as u32))
             .collect();
         sort_mostly_sorted(&mut order);
         p.rows.clear();
@@ -71,7 +71,16 @@ impl Engine {
         // here rather than handed another row's frame.
         let mut user_frames = users.iter().zip(frames).peekable();
         for &(loc, r) in &order {
-            let ((comm, pid, tid, _), c) = loc_rows[r as usize];
+            let (
+                LocKey {
+                    comm,
+                    pid,
+                    tid,
+                    cpu,
+                    ..
+                },
+                c,
+            ) = loc_rows[r as usize];
             let frame = match (early.row(r as usize), last) {
                 (Some(f), _) => f,
                 (None, Some((l, f))) if l == loc => f,
@@ -90,6 +99,7 @@ impl Engine {
                 comm,
                 pid,
                 tid,
+                cpu,
                 frame,
             };
             if let Some(k) = row_keys.get_mut(r as usize) {
@@ -133,7 +143,7 @@ impl Engine {
                 .filter_map(|&(row, node)| {
                     Some(SampleAt {
                         key: row_keys[row as usize]?,
-                        loc: loc_rows[row as usize].0 .3,
+                        loc: loc_rows[row as usize].0.loc,
                         node,
                     })
                 })

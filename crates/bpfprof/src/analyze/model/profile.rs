@@ -21,6 +21,9 @@ pub struct RowKey {
     pub pid: u32,
     /// Thread id: perf's `pid` sort key is the thread.
     pub tid: u32,
+    /// The CPU, with [`ProfileOptions::cpus`] (else 0); `u16::MAX` when
+    /// the recording has none.
+    pub cpu: u16,
     pub frame: Frame,
 }
 
@@ -92,6 +95,8 @@ pub struct ProfileOptions {
     /// Replay every sample in time order even for a flat profile, which
     /// does not need it (for tests that hold the two passes equal).
     pub ordered: bool,
+    /// Keep each sample's CPU on its row (for `--sort cpu`).
+    pub cpus: bool,
     /// Keep every sample of the sampling event, in time order, as
     /// [`Profile::samples`] (for `script`, which prints each one).
     pub samples: bool,

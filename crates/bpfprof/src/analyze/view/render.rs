@@ -420,6 +420,12 @@ struct JsonRow {
     comm: Option<String>,
     /// With `--sort pid`: the thread id, which is what perf's pid key is.
     pid: Option<u32>,
+    /// With `--sort tid`: the thread id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tid: Option<u32>,
+    /// With `--sort cpu`: the CPU, -1 when the recording has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpu: Option<i32>,
     dso: Option<String>,
     symbol: Option<String>,
     /// True when all the row's samples are in kernel code, false when
@@ -549,6 +555,8 @@ pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Res
                 period: r.counts.period,
                 comm: has(SortKey::Comm).then(|| p.sym.threads.comms[r.key.comm as usize].clone()),
                 pid: has(SortKey::Pid).then_some(r.key.tid),
+                tid: has(SortKey::Tid).then_some(r.key.tid),
+                cpu: has(SortKey::Cpu).then(|| table::cpu_number(r.key.cpu)),
                 dso: has(SortKey::Dso).then(|| p.sym.dsos[r.key.frame.dso as usize].short.clone()),
                 symbol: has(SortKey::Sym).then(|| s.name.clone()),
                 kernel: None,

@@ -77,7 +77,7 @@ impl<'a> TieRanks<'a> {
                     progs.dedup();
                     r.bpf = progs.into_iter().zip(0..).collect();
                 }
-                SortKey::Pid => {}
+                SortKey::Pid | SortKey::Tid | SortKey::Cpu => {}
             }
         }
         r
@@ -96,7 +96,8 @@ impl<'a> TieRanks<'a> {
         for (slot, key) in out.iter_mut().zip(self.keys) {
             *slot = match key {
                 SortKey::Comm => self.comm[k.comm as usize],
-                SortKey::Pid => k.tid,
+                SortKey::Pid | SortKey::Tid => k.tid,
+                SortKey::Cpu => u32::from(k.cpu),
                 SortKey::Dso => self.dso[k.frame.dso as usize],
                 SortKey::Sym => self.sym[k.frame.sym as usize],
                 SortKey::BpfProg => self.bpf[&bpf_prog_of(self.p, k)],

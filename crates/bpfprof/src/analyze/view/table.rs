@@ -17,6 +17,10 @@ pub enum SortKey {
     Comm,
     /// The thread id and command (perf's pid key is the thread).
     Pid,
+    /// The thread id alone.
+    Tid,
+    /// The CPU the sample was taken on (`-1` when the recording has none).
+    Cpu,
     /// The shared object: a binary, the kernel, a module or a BPF function.
     Dso,
     /// The function.
@@ -33,6 +37,8 @@ impl SortKey {
         match self {
             SortKey::Comm => "Command",
             SortKey::Pid => "Pid:Command",
+            SortKey::Tid => "Tid",
+            SortKey::Cpu => "CPU",
             SortKey::Dso => "Shared Object",
             SortKey::Sym => "Symbol",
             SortKey::BpfProg => "BPF program",
@@ -62,13 +68,22 @@ pub fn group_key(keys: &[SortKey], p: &Profile, k: &RowKey) -> GroupKey {
     for (slot, key) in out.iter_mut().zip(keys) {
         *slot = match key {
             SortKey::Comm => k.comm as u64,
-            SortKey::Pid => k.tid as u64,
+            SortKey::Pid | SortKey::Tid => k.tid as u64,
+            SortKey::Cpu => k.cpu as u64,
             SortKey::Dso => k.frame.dso as u64,
             SortKey::Sym => p.sym.syms[k.frame.sym as usize].group as u64,
             SortKey::BpfProg => bpf_prog_of(p, k).map_or(u64::MAX, |(id, _)| id as u64),
         };
     }
     out
+}
+
+/// A row's CPU as perf numbers it: -1 when the samples carry none.
+pub fn cpu_number(cpu: u16) -> i32 {
+    match cpu {
+        u16::MAX => -1,
+        c => i32::from(c),
+    }
 }
 
 /// Whether a row's symbol is kernel code, as the `[k]` / `[.]` marker
@@ -226,6 +241,12 @@ pub fn push_column(p: &Profile, key: SortKey, k: &RowKey, out: &mut String) {
                 k.tid as i32, p.sym.threads.comms[last as usize]
             )
         }
+        SortKey::Tid => write!(out, "{}", k.tid as i32),
+        // perf's "%*.*d" with width 3: 001, and -001 with no CPU.
+        SortKey::Cpu => match cpu_number(k.cpu) {
+            c if c < 0 => write!(out, "-{:03}", -c),
+            c => write!(out, "{c:03}"),
+        },
         SortKey::Dso => out.write_str(&p.sym.dsos[k.frame.dso as usize].short),
         SortKey::Sym => {
             let kernel = is_kernel_sym(p, k);
