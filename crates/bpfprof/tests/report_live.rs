@@ -121,6 +121,7 @@ fn our_rows_as_given(file: &Path, sort: &str, args: &[&str]) -> (u64, Vec<Row>, 
             let key = match sort {
                 "comm" => r["comm"].as_str().unwrap().to_string(),
                 "pid" => r["pid"].to_string(),
+                "tid" => r["tid"].to_string(),
                 "bpf_prog" => r["bpf_prog_id"].to_string(),
                 _ => format!(
                     "{} | [{}] {}",
@@ -490,6 +491,103 @@ fn assert_sort_agrees(r: &Recording, sort: &str) {
 fn sort_comm_agrees_with_perf() {
     let Some(r) = rec() else { return };
     assert_sort_agrees(r, "comm");
+}
+
+/// `--sort cpu` against perf's, line for line (overhead, samples, CPU);
+/// `--sort tid`, which perf 6.1 lacks, against perf's `pid` key, which is
+/// the thread: the same threads with the same samples.
+#[test]
+fn sort_cpu_and_tid_agree_with_perf() {
+    let Some(r) = rec() else { return };
+    let lines = |text: String| -> Vec<String> {
+        let mut v: Vec<String> = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        v.sort();
+        v
+    };
+    let perf = lines(support::stdout(
+        Command::new("perf")
+            .args(["report", "--stdio", "--no-children", "-g", "none", "-n"])
+            .args(["--sort", "cpu", "-i"])
+            .arg(&r.data),
+    ));
+    let ours = lines(support::stdout(
+        support::bpfprof()
+            .args(["report", "--no-children", "--no-bpf-summary"])
+            .args(["--sort", "cpu", "-i"])
+            .arg(&r.data),
+    ));
+    assert!(perf.len() >= 2, "a recording of every CPU: {perf:?}");
+    assert_eq!(ours, perf);
+
+    let threads = |sort: &str, field: &str| -> Vec<(u64, u64)> {
+        let (_, _, v) = our_rows(&r.data, sort, &[]);
+        let mut t: Vec<(u64, u64)> = v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| (x[field].as_u64().unwrap(), x["samples"].as_u64().unwrap()))
+            .collect();
+        t.sort();
+        t
+    };
+    let by_tid = threads("tid", "tid");
+    assert!(by_tid.len() > 1, "{by_tid:?}");
+    assert_eq!(by_tid, threads("pid", "pid"));
+}
+
+/// `-F/--fields` against perf's: the same column headers and the same
+/// lines, in the same order, for lists that put counts and keys in
+/// several orders (with and without `--sort`, and `+` to add to perf's
+/// default columns).
+#[test]
+fn fields_print_as_perfs() {
+    let Some(r) = rec() else { return };
+    // The header line and the rows, without trailing blanks.
+    let table = |text: String| -> Vec<String> {
+        text.lines()
+            .filter(|l| {
+                !l.trim().is_empty()
+                    && (!l.starts_with('#') || l.contains("Overhead") || l.contains("Command"))
+            })
+            .filter(|l| !l.starts_with("# Samples") && !l.starts_with("# Event count"))
+            .map(|l| l.trim_end().to_string())
+            .collect()
+    };
+    let cases: [&[&str]; 5] = [
+        &["-F", "comm,overhead"],
+        &["-F", "sample,overhead,comm"],
+        &["-F", "overhead,period", "--sort", "comm"],
+        &["-F", "+period", "--sort", "comm"],
+        &["-F", "comm,sample", "--sort", "pid"],
+    ];
+    for args in cases {
+        let perf = table(support::stdout(
+            Command::new("perf")
+                .args(["report", "--stdio", "--no-children", "-g", "none"])
+                .args(args)
+                .arg("-i")
+                .arg(&r.data),
+        ));
+        let ours = table(support::stdout(
+            support::bpfprof()
+                .args(["report", "--no-children", "--no-bpf-summary"])
+                .args(args)
+                .arg("-i")
+                .arg(&r.data),
+        ));
+        assert!(perf.len() > 2, "{args:?}: {perf:?}");
+        if let Some(i) = (0..ours.len().max(perf.len())).find(|&i| ours.get(i) != perf.get(i)) {
+            panic!(
+                "{args:?}: line {i} differs:\nours: {:?}\nperf: {:?}",
+                ours.get(i.saturating_sub(1)..(i + 2).min(ours.len())),
+                perf.get(i.saturating_sub(1)..(i + 2).min(perf.len()))
+            );
+        }
+    }
 }
 
 #[test]

@@ -77,7 +77,7 @@ impl<'a> TieRanks<'a> {
                     progs.dedup();
                     r.bpf = progs.into_iter().zip(0..).collect();
                 }
-                SortKey::Pid | SortKey::Tid | SortKey::Cpu => {}
+                SortKey::Pid | SortKey::Tid | SortKey::Cpu | SortKey::Srcline => {}
             }
         }
         r
@@ -98,6 +98,7 @@ impl<'a> TieRanks<'a> {
                 SortKey::Comm => self.comm[k.comm as usize],
                 SortKey::Pid | SortKey::Tid => k.tid,
                 SortKey::Cpu => u32::from(k.cpu),
+                SortKey::Srcline => 0,
                 SortKey::Dso => self.dso[k.frame.dso as usize],
                 SortKey::Sym => self.sym[k.frame.sym as usize],
                 SortKey::BpfProg => self.bpf[&bpf_prog_of(self.p, k)],

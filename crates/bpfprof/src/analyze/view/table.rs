@@ -21,6 +21,9 @@ pub enum SortKey {
     Tid,
     /// The CPU the sample was taken on (`-1` when the recording has none).
     Cpu,
+    /// The source file and line of the sampled address: DWARF for user
+    /// code, BTF line info for BPF programs (`srcline` view).
+    Srcline,
     /// The shared object: a binary, the kernel, a module or a BPF function.
     Dso,
     /// The function.
@@ -36,9 +39,11 @@ impl SortKey {
     pub fn header(self) -> &'static str {
         match self {
             SortKey::Comm => "Command",
-            SortKey::Pid => "Pid:Command",
+            // perf's header, spaced to sit over "%7d:%s".
+            SortKey::Pid => "    Pid:Command",
             SortKey::Tid => "Tid",
             SortKey::Cpu => "CPU",
+            SortKey::Srcline => "Source:Line",
             SortKey::Dso => "Shared Object",
             SortKey::Sym => "Symbol",
             SortKey::BpfProg => "BPF program",
@@ -70,6 +75,9 @@ pub fn group_key(keys: &[SortKey], p: &Profile, k: &RowKey) -> GroupKey {
             SortKey::Comm => k.comm as u64,
             SortKey::Pid | SortKey::Tid => k.tid as u64,
             SortKey::Cpu => k.cpu as u64,
+            // Rows by source line are made by the srcline view, from
+            // per-address counts; a row key holds no line.
+            SortKey::Srcline => 0,
             SortKey::Dso => k.frame.dso as u64,
             SortKey::Sym => p.sym.syms[k.frame.sym as usize].group as u64,
             SortKey::BpfProg => bpf_prog_of(p, k).map_or(u64::MAX, |(id, _)| id as u64),
@@ -234,13 +242,15 @@ pub fn push_column(p: &Profile, key: SortKey, k: &RowKey, out: &mut String) {
             // samples had (a row may hold a thread's samples from before
             // and after an exec).
             let last = p.sym.threads.current_comm(k.tid).unwrap_or(k.comm);
-            // Signed, as perf prints a pid_t: -1 for samples with no thread.
+            // perf's "%7d:%s", signed as a pid_t: -1 for samples with no
+            // thread.
             write!(
                 out,
-                "{}:{}",
+                "{:>7}:{}",
                 k.tid as i32, p.sym.threads.comms[last as usize]
             )
         }
+        SortKey::Srcline => Ok(()),
         SortKey::Tid => write!(out, "{}", k.tid as i32),
         // perf's "%*.*d" with width 3: 001, and -001 with no CPU.
         SortKey::Cpu => match cpu_number(k.cpu) {
