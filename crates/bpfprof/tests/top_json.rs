@@ -256,3 +256,57 @@ fn shares_agree_with_a_recording_of_the_same_period() {
         "top {ours:.2}% vs record {theirs:.2}%"
     );
 }
+
+/// Fields of one CSV line, quotes honoured.
+fn csv_fields(line: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                chars.next();
+                out.last_mut().unwrap().push('"');
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => out.push(String::new()),
+            c => out.last_mut().unwrap().push(c),
+        }
+    }
+    out
+}
+
+#[test]
+fn csv_has_a_row_per_program_per_interval() {
+    if !ready() {
+        return;
+    }
+    let _one = support::one_at_a_time();
+    let bt = Bpftrace::start(SCRIPT);
+    let id = prog_of(bt.pid());
+    let _work = Loop::start();
+    let out =
+        support::stdout(bpfprof().args(["top", "--csv", "-F", "199", "-d", "0.5", "-n", "3"]));
+    let mut lines = out.lines();
+    let header = csv_fields(lines.next().expect("a header"));
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let mut intervals = std::collections::BTreeSet::new();
+    let mut ours = 0;
+    for l in lines {
+        let f = csv_fields(l);
+        assert_eq!(f.len(), header.len(), "{l}");
+        intervals.insert(f[col("elapsed_s")].clone());
+        if f[col("id")] == id.to_string() {
+            ours += 1;
+            assert_eq!(f[col("type")], "tracepoint");
+            assert_eq!(f[col("attach")], "syscalls:sys_enter_getppid");
+            let parts: u64 = ["self", "called", "hook"]
+                .iter()
+                .map(|k| f[col(k)].parse::<u64>().unwrap())
+                .sum();
+            assert_eq!(f[col("total")].parse::<u64>().unwrap(), parts, "{l}");
+        }
+    }
+    assert_eq!(intervals.len(), 3, "three intervals");
+    assert_eq!(ours, 3, "the program on each interval");
+}
