@@ -49,8 +49,9 @@ pub struct Shared {
 
 /// Wake the capture loop's poll.
 fn wake(fd: &OwnedFd) {
-    let mut f = std::fs::File::from(fd.try_clone().expect("dup of the wake pipe"));
-    let _ = std::io::Write::write_all(&mut f, &[1]);
+    if let Ok(fd) = fd.try_clone() {
+        let _ = std::io::Write::write_all(&mut std::fs::File::from(fd), &[1]);
+    }
 }
 
 /// How long a key or resize may wait to be seen.

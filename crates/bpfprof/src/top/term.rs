@@ -32,9 +32,15 @@ impl Term {
         }));
         terminal::enable_raw_mode()?;
         ACTIVE.store(true, Ordering::SeqCst);
-        execute!(io::stdout(), terminal::EnterAlternateScreen, cursor::Hide)?;
-        let t = Terminal::new(CrosstermBackend::new(io::stdout()))?;
-        Ok(Term { t })
+        let t = execute!(io::stdout(), terminal::EnterAlternateScreen, cursor::Hide)
+            .and_then(|_| Terminal::new(CrosstermBackend::new(io::stdout())));
+        match t {
+            Ok(t) => Ok(Term { t }),
+            Err(e) => {
+                restore();
+                Err(e)
+            }
+        }
     }
 }
 
