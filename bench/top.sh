@@ -63,6 +63,10 @@ run idle
 
 for _ in $(seq "$(nproc)"); do timeout $((DUR + WARM + 5)) sh -c 'while :; do :; done' & done
 bpftrace -e 'tracepoint:syscalls:sys_enter_getppid { @c[comm, pid] = count(); }' >/dev/null 2>&1 &
+BT=$!
 timeout $((DUR + WARM + 5)) python3 -c 'import os
 while True: os.getppid()' &
 run "under load"
+# bpftrace outlives the jobs trap's kill unless told by its own pid.
+kill -INT "$BT" 2>/dev/null || true
+wait "$BT" 2>/dev/null || true
