@@ -13,7 +13,7 @@ use bpfprof::analyze::ProfileOptions;
 pub struct ReportArgs {
     #[command(flatten)]
     pub input: InputArgs,
-    /// Sort (group) by these keys, comma-separated: comm, pid, tid, cpu, dso, sym, srcline, bpf_prog.
+    /// Sort (group) by these keys, comma-separated: comm, pid, tid, cpu, dso, sym, srcline, bpf_prog (srcline: only with dso and sym, self samples only).
     #[arg(
         short = 's',
         long,
@@ -113,6 +113,26 @@ impl ReportArgs {
 }
 
 pub fn run(a: &ReportArgs) -> Result<()> {
+    let srcline = a.sort.contains(&SortKey::Srcline);
+    if srcline {
+        let other = a
+            .sort
+            .iter()
+            .find(|k| !matches!(k, SortKey::Srcline | SortKey::Dso | SortKey::Sym));
+        if let Some(k) = other {
+            anyhow::bail!(
+                "--sort srcline goes with dso and sym only, not {}: samples are counted per address, not per thread or CPU; \
+                 drop {0} from --sort (or report it without srcline)",
+                k.header()
+            );
+        }
+        if !a.comms.is_empty() || !a.pids.is_empty() {
+            anyhow::bail!(
+                "--sort srcline cannot filter by --comm or --pid: samples are counted per address, not per thread; \
+                 drop the filter (--dso works)"
+            );
+        }
+    }
     let call_graph = a.graph_order();
     let by_thread = a
         .sort
@@ -131,7 +151,8 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         finish(r)?;
     }
     let has_callchains = bpfprof::analyze::profile::has_callchains(&file);
-    let children = a.children(has_callchains);
+    // Lines are counted from each sample's own address only.
+    let children = a.children(has_callchains) && !srcline;
     let callchains = a.callchains(has_callchains);
     // A program's cost beyond its own code is known only from call chains:
     // the BPF view, and the summary atop the default report, read them
@@ -146,7 +167,7 @@ pub fn run(a: &ReportArgs) -> Result<()> {
             merge_threads: !by_thread,
             cpus: a.sort.contains(&SortKey::Cpu),
             // Lines are found per address.
-            ip_hits: a.sort.contains(&SortKey::Srcline),
+            ip_hits: srcline,
             ..Default::default()
         },
     )?;
