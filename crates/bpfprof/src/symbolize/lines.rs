@@ -5,13 +5,29 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use object::{Object, ObjectSection};
+use object::{Object, ObjectSection, ObjectSymbol};
 
 type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
 
 /// One file's line tables.
 pub struct DwarfLines {
     ctx: addr2line::Context<Reader>,
+    /// Allocated sections as [start, end) and their index.
+    sections: Vec<(u64, u64, usize)>,
+    /// Code symbols (symtab and dynsym) as (section index, address), sorted.
+    syms: Vec<(usize, u64)>,
+}
+
+/// What the line tables say about an address.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Found {
+    /// The file (as DWARF names it, usually a full path) and line.
+    Line(Option<String>, u32),
+    /// No line, but a symbol before it in its section: GNU addr2line then
+    /// names that function and prints `??:?`, which perf takes as a line.
+    FunctionOnly,
+    /// Nothing at all (GNU addr2line's `??:0`, which perf takes as none).
+    Nothing,
 }
 
 impl DwarfLines {
@@ -61,16 +77,52 @@ impl DwarfLines {
         };
         let dwarf = gimli::Dwarf::load(load).ok()?;
         let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
-        Some((DwarfLines { ctx }, has))
+        let sections = file
+            .sections()
+            .filter(|s| s.size() > 0 && s.address() > 0)
+            .map(|s| (s.address(), s.address() + s.size(), s.index().0))
+            .collect();
+        let mut syms: Vec<(usize, u64)> = file
+            .symbols()
+            .chain(file.dynamic_symbols())
+            .filter(|s| {
+                !matches!(
+                    s.kind(),
+                    object::SymbolKind::Section | object::SymbolKind::File
+                )
+            })
+            .filter_map(|s| Some((s.section_index()?.0, s.address())))
+            .collect();
+        syms.sort_unstable();
+        syms.dedup();
+        Some((
+            DwarfLines {
+                ctx,
+                sections,
+                syms,
+            },
+            has,
+        ))
     }
 
-    /// The file (as DWARF names it, usually a full path) and line of the
-    /// code at ELF virtual address `vaddr`: the innermost inlined
-    /// function's, as addr2line prints first. `None` when no line table
-    /// covers it.
-    pub fn find(&self, vaddr: u64) -> Option<(Option<String>, u32)> {
-        let loc = self.ctx.find_location(vaddr).ok()??;
-        Some((loc.file.map(str::to_owned), loc.line.unwrap_or(0)))
+    /// The file and line of the code at ELF virtual address `vaddr`: the
+    /// innermost inlined function's, as addr2line prints first.
+    pub fn find(&self, vaddr: u64) -> Found {
+        if let Ok(Some(loc)) = self.ctx.find_location(vaddr) {
+            return Found::Line(loc.file.map(str::to_owned), loc.line.unwrap_or(0));
+        }
+        let Some(&(_, _, sec)) = self
+            .sections
+            .iter()
+            .find(|&&(start, end, _)| start <= vaddr && vaddr < end)
+        else {
+            return Found::Nothing;
+        };
+        let i = self.syms.partition_point(|&s| s <= (sec, vaddr));
+        match i.checked_sub(1).map(|i| self.syms[i]) {
+            Some((s, _)) if s == sec => Found::FunctionOnly,
+            _ => Found::Nothing,
+        }
     }
 }
 
@@ -126,9 +178,11 @@ mod tests {
                 .next()
                 .and_then(|l| l.parse().ok())
                 .unwrap_or(0);
-            let ours = lines.find(addr).expect("a line");
-            assert_eq!(ours.0.as_deref(), Some(file), "file at {addr:#x}");
-            assert_eq!(ours.1, line, "line at {addr:#x}");
+            let Found::Line(ours, our_line) = lines.find(addr) else {
+                panic!("no line at {addr:#x}");
+            };
+            assert_eq!(ours.as_deref(), Some(file), "file at {addr:#x}");
+            assert_eq!(our_line, line, "line at {addr:#x}");
             checked += 1;
         }
         assert!(checked > 4);

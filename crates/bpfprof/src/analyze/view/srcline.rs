@@ -6,8 +6,10 @@
 //! Where no line is known, the text is perf's (tools/perf/util/srcline.c,
 //! `__get_srcline`): `sym+offset` for code perf never asks addr2line
 //! about (the kernel, modules, the vdso, BPF, perf-map JIT code) or for
-//! which no line table answers, `dso[address]` when there is no symbol
-//! either, and `??:0` for code outside any map.
+//! which nothing answers, `dso[address]` when there is no symbol either,
+//! and `??:0` for code outside any map or with no line but a symbol
+//! before it in its file (GNU addr2line then names the function and
+//! prints `??:?`, which perf reads as a line).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -19,7 +21,7 @@ use serde::Serialize;
 use super::render::{cut, ReportOptions};
 use super::table::{self, SortKey};
 use crate::analyze::profile::{Counts, Profile, RowKey};
-use crate::symbolize::lines::DwarfLines;
+use crate::symbolize::lines::{DwarfLines, Found};
 use crate::symbolize::{BpfSymId, DsoId, DsoKind, Frame, SymId};
 
 /// perf's text for an address no line table covers.
@@ -104,7 +106,7 @@ fn rows(p: &Profile, o: &ReportOptions) -> Vec<Line> {
         .collect();
     // Heaviest first; ties by text, as perf's srcline sort (a string
     // compare) leaves them. The sort is stable over the map's order.
-    rows.sort_by(|a, b| b.counts.period.cmp(&a.counts.period));
+    rows.sort_by_key(|l| std::cmp::Reverse(l.counts.period));
     rows
 }
 
@@ -136,8 +138,12 @@ impl<'a> Names<'a> {
                 .files
                 .entry(s.dso)
                 .or_insert_with(|| DwarfLines::load(&p.sym.path_of(s.dso), d.build_id.as_deref()));
-            if let Some((file, line)) = lines.as_ref().and_then(|l| l.find(addr)) {
-                return file_line(file.as_deref().unwrap_or("??"), line);
+            match lines.as_ref().map(|l| l.find(addr)) {
+                Some(Found::Line(file, line)) => {
+                    return file_line(file.as_deref().unwrap_or("??"), line)
+                }
+                Some(Found::FunctionOnly) => return UNKNOWN.to_string(),
+                Some(Found::Nothing) | None => {}
             }
         }
         match d.kind {
