@@ -147,6 +147,19 @@ fn user_lines_agree_with_perf_and_land_on_the_hot_loop() {
         .sum();
     assert!(on_hot > 80.0, "{on_hot}% on {hot:?}: {ours:?}");
 
+    // Keys that need a thread or CPU are refused, saying why.
+    let out = support::bpfprof()
+        .args(["report", "--sort", "comm,srcline", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("srcline") && err.contains("per address"),
+        "{err}"
+    );
+
     // JSON: the same rows.
     let v: Value = serde_json::from_str(&support::stdout(
         support::bpfprof()
@@ -161,20 +174,6 @@ fn user_lines_agree_with_perf_and_land_on_the_hot_loop() {
         .map(|r| r["overhead"].as_f64().unwrap())
         .sum();
     assert!((spin_hot - on_hot).abs() < 0.01, "{spin_hot} vs {on_hot}");
-}
-
-#[test]
-fn srcline_refuses_per_thread_keys_with_a_reason() {
-    let out = support::bpfprof()
-        .args(["report", "--sort", "comm,srcline", "-i", "/nonexistent"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("srcline") && err.contains("per address"),
-        "{err}"
-    );
 }
 
 fn fixture(name: &str) -> PathBuf {

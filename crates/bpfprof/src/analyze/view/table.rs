@@ -39,7 +39,8 @@ impl SortKey {
     pub fn header(self) -> &'static str {
         match self {
             SortKey::Comm => "Command",
-            SortKey::Pid => "Pid:Command",
+            // perf's header, spaced to sit over "%7d:%s".
+            SortKey::Pid => "    Pid:Command",
             SortKey::Tid => "Tid",
             SortKey::Cpu => "CPU",
             SortKey::Srcline => "Source:Line",
@@ -241,10 +242,11 @@ pub fn push_column(p: &Profile, key: SortKey, k: &RowKey, out: &mut String) {
             // samples had (a row may hold a thread's samples from before
             // and after an exec).
             let last = p.sym.threads.current_comm(k.tid).unwrap_or(k.comm);
-            // Signed, as perf prints a pid_t: -1 for samples with no thread.
+            // perf's "%7d:%s", signed as a pid_t: -1 for samples with no
+            // thread.
             write!(
                 out,
-                "{}:{}",
+                "{:>7}:{}",
                 k.tid as i32, p.sym.threads.comms[last as usize]
             )
         }
