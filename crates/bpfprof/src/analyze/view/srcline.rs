@@ -104,9 +104,24 @@ fn rows(p: &Profile, o: &ReportOptions) -> Vec<Line> {
         })
         .filter(|l| p.percent(&l.counts) >= o.percent_limit)
         .collect();
-    // Heaviest first; ties by text, as perf's srcline sort (a string
-    // compare) leaves them. The sort is stable over the map's order.
-    rows.sort_by_key(|l| std::cmp::Reverse(l.counts.period));
+    // Heaviest first; ties as perf's sort keys leave them, key by key: a
+    // DSO by its short name, a line by its text, both ascending (a symbol
+    // by the map's order, which the sort keeps, being stable).
+    rows.sort_by(|a, b| {
+        b.counts.period.cmp(&a.counts.period).then_with(|| {
+            o.keys
+                .iter()
+                .map(|k| match k {
+                    SortKey::Dso => p.sym.dsos[a.frame.dso as usize]
+                        .short
+                        .cmp(&p.sym.dsos[b.frame.dso as usize].short),
+                    SortKey::Srcline => a.text.cmp(&b.text),
+                    _ => std::cmp::Ordering::Equal,
+                })
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })
+    });
     rows
 }
 
