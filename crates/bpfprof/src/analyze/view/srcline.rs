@@ -240,6 +240,9 @@ pub fn stdio(
         }
     }
     let last = o.keys.len().saturating_sub(1);
+    if let Some(w) = width {
+        narrow(&o.keys, &mut widths, w);
+    }
     let mut head = String::from("# Overhead   Samples");
     let mut dots = String::from("# ........  ........");
     for (i, k) in o.keys.iter().enumerate() {
@@ -262,7 +265,12 @@ pub fn stdio(
         let mut line = format!("  {:>7.2}%  {:>8}", p.percent(&l.counts), l.counts.samples);
         for (i, c) in row.iter().enumerate() {
             line += "  ";
-            line += c;
+            let c = if i == last {
+                c.into()
+            } else {
+                cut(c, widths[i])
+            };
+            line += &c;
             if i != last {
                 line.extend(std::iter::repeat_n(
                     ' ',
@@ -273,6 +281,25 @@ pub fn stdio(
         writeln!(out, "{}", fit(&line))?;
     }
     Ok(())
+}
+
+/// On a terminal too narrow for every column whole, the columns before
+/// the line's are narrowed (never below their header) so that the line
+/// keeps at least half of the room after the counts.
+fn narrow(keys: &[SortKey], widths: &mut [usize], width: usize) {
+    let Some((&mut last_w, before)) = widths.split_last_mut() else {
+        return;
+    };
+    let room = width.saturating_sub(20);
+    let used = |b: &[usize]| b.iter().map(|w| w + 2).sum::<usize>();
+    if used(before) + 2 + last_w <= room || before.is_empty() {
+        return;
+    }
+    let for_before = room.saturating_sub(2 + last_w.min(room / 2));
+    let cap = (for_before / before.len()).saturating_sub(2);
+    for (w, k) in before.iter_mut().zip(keys) {
+        *w = (*w).min(cap.max(k.header().len()));
+    }
 }
 
 #[derive(Serialize)]
@@ -322,4 +349,24 @@ pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Res
     };
     serde_json::to_writer_pretty(&mut *out, &view)?;
     writeln!(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_narrow_terminal_leaves_the_line_half_the_room() {
+        let keys = [SortKey::Dso, SortKey::Srcline];
+        let mut widths = [40, 30];
+        narrow(&keys, &mut widths, 80);
+        // 80 columns less the counts' 20: the line's column starts after
+        // the DSO's and two spaces on each side, and keeps 30.
+        assert!(80 - 20 - (2 + widths[0] + 2) >= 30, "{widths:?}");
+        assert!(widths[0] >= "Shared Object".len());
+        // Wide enough for all: nothing narrowed.
+        let mut wide = [40, 30];
+        narrow(&keys, &mut wide, 200);
+        assert_eq!(wide, [40, 30]);
+    }
 }
