@@ -198,7 +198,7 @@ fn check_srcline(a: &ReportArgs, keys: &[SortKey]) -> Result<()> {
         anyhow::bail!(
             "--sort srcline goes with dso and sym only, not {}: samples are counted per address, not per thread or CPU; \
              drop {0} from --sort (or report it without srcline)",
-            k.header()
+            clap::ValueEnum::to_possible_value(k).map_or_else(String::new, |v| v.get_name().to_string())
         );
     }
     if !a.comms.is_empty() || !a.pids.is_empty() {
