@@ -5,6 +5,7 @@ use std::io::Write;
 use crate::input_args::InputArgs;
 use anyhow::{Context, Result};
 use bpfprof::analyze::callgraph::CallOrder;
+use bpfprof::analyze::fields::{self, Column};
 use bpfprof::analyze::render::{self, ReportOptions};
 use bpfprof::analyze::table::{Filters, SortKey};
 use bpfprof::analyze::ProfileOptions;
@@ -13,14 +14,19 @@ use bpfprof::analyze::ProfileOptions;
 pub struct ReportArgs {
     #[command(flatten)]
     pub input: InputArgs,
-    /// Sort (group) by these keys, comma-separated: comm, pid, tid, cpu, dso, sym, srcline, bpf_prog.
+    /// Sort (group) by these keys, comma-separated: comm, pid, tid, cpu, dso, sym, srcline, bpf_prog
+    /// [default: comm,dso,sym] (srcline: with dso and sym only, self samples only).
+    #[arg(short = 's', long, value_delimiter = ',')]
+    pub sort: Option<Vec<SortKey>>,
+    /// The columns, in order, comma-separated: overhead, overhead_children, sample, period and sort
+    /// keys (perf's -F; a leading + adds to the default columns).
     #[arg(
-        short = 's',
-        long,
+        short = 'F',
+        long = "fields",
         value_delimiter = ',',
-        default_value = "comm,dso,sym"
+        allow_hyphen_values = true
     )]
-    pub sort: Vec<SortKey>,
+    pub fields: Vec<String>,
     /// Show each row's share including its callees: the default, as in
     /// perf, for a recording with call chains (`record -g`).
     #[arg(long, overrides_with = "no_children")]
@@ -112,14 +118,99 @@ impl ReportArgs {
     }
 }
 
-pub fn run(a: &ReportArgs) -> Result<()> {
-    let call_graph = a.graph_order();
-    let by_thread = a
-        .sort
+/// Everything the report's options decide once the file is known to have
+/// call chains or not, decided here and nowhere else.
+struct Decided {
+    keys: Vec<SortKey>,
+    /// `-F`'s columns; `None`: the default ones.
+    columns: Option<Vec<Column>>,
+    /// The order `-F` and `--sort` give rows; `None`: heaviest first.
+    row_order: Option<Vec<Column>>,
+    children: bool,
+    /// Whether the profile keeps call chains: for graphs, children, or
+    /// the BPF cost parts.
+    callchains: bool,
+    /// Whether rows keep their thread: for keys and filters that name one.
+    by_thread: bool,
+}
+
+const DEFAULT_SORT: [SortKey; 3] = [SortKey::Comm, SortKey::Dso, SortKey::Sym];
+
+fn decide(a: &ReportArgs, has_callchains: bool) -> Result<Decided> {
+    let (keys, columns, row_order, children) = match a.fields.is_empty() {
+        true => (
+            a.sort.clone().unwrap_or(DEFAULT_SORT.to_vec()),
+            None,
+            None,
+            a.children(has_callchains),
+        ),
+        false => {
+            let f = fields::resolve(
+                &a.fields,
+                a.sort.as_deref(),
+                &DEFAULT_SORT,
+                a.children(has_callchains),
+            )?;
+            (
+                f.keys,
+                Some(f.columns),
+                f.order,
+                f.children && !a.no_children,
+            )
+        }
+    };
+    if keys.len() > 5 {
+        anyhow::bail!("at most 5 sort keys (got {})", keys.len());
+    }
+    let srcline = keys.contains(&SortKey::Srcline);
+    if srcline {
+        check_srcline(a, &keys)?;
+    }
+    // Lines are counted from each sample's own address only.
+    let children = children && !srcline;
+    // A program's cost beyond its own code is known only from call chains:
+    // the BPF view, and the summary atop the default report, read them
+    // when the file has them, unless `-g none` asked for a flat report.
+    let bpf_cost =
+        (a.bpf || !a.no_bpf_summary) && a.call_graph != Some(CallGraph::None) && has_callchains;
+    let by_thread = keys
         .iter()
         .any(|k| matches!(k, SortKey::Comm | SortKey::Pid | SortKey::Tid))
         || !a.comms.is_empty()
         || !a.pids.is_empty();
+    Ok(Decided {
+        callchains: children || a.graph_order().is_some() || bpf_cost,
+        keys,
+        columns,
+        row_order,
+        children,
+        by_thread,
+    })
+}
+
+/// Rows by source line are made from per-address counts, which keep no
+/// thread or CPU.
+fn check_srcline(a: &ReportArgs, keys: &[SortKey]) -> Result<()> {
+    if let Some(k) = keys
+        .iter()
+        .find(|k| !matches!(k, SortKey::Srcline | SortKey::Dso | SortKey::Sym))
+    {
+        anyhow::bail!(
+            "--sort srcline goes with dso and sym only, not {}: samples are counted per address, not per thread or CPU; \
+             drop {0} from --sort (or report it without srcline)",
+            clap::ValueEnum::to_possible_value(k).map_or_else(String::new, |v| v.get_name().to_string())
+        );
+    }
+    if !a.comms.is_empty() || !a.pids.is_empty() {
+        anyhow::bail!(
+            "--sort srcline cannot filter by --comm or --pid: samples are counted per address, not per thread; \
+             drop the filter (--dso works)"
+        );
+    }
+    Ok(())
+}
+
+pub fn run(a: &ReportArgs) -> Result<()> {
     let file = a.input.open()?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -130,38 +221,33 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         }
         finish(r)?;
     }
-    let has_callchains = bpfprof::analyze::profile::has_callchains(&file);
-    let children = a.children(has_callchains);
-    let callchains = a.callchains(has_callchains);
-    // A program's cost beyond its own code is known only from call chains:
-    // the BPF view, and the summary atop the default report, read them
-    // when the file has them, unless `-g none` asked for a flat report.
-    let bpf_cost =
-        (a.bpf || !a.no_bpf_summary) && a.call_graph != Some(CallGraph::None) && has_callchains;
+    let d = decide(a, bpfprof::analyze::profile::has_callchains(&file))?;
     let profile = a.input.build(
         &file,
         ProfileOptions {
-            callchains: callchains || bpf_cost,
+            callchains: d.callchains,
             progress: !a.json,
-            merge_threads: !by_thread,
-            cpus: a.sort.contains(&SortKey::Cpu),
+            merge_threads: !d.by_thread,
+            cpus: d.keys.contains(&SortKey::Cpu),
             // Lines are found per address.
-            ip_hits: a.sort.contains(&SortKey::Srcline),
+            ip_hits: d.keys.contains(&SortKey::Srcline),
             ..Default::default()
         },
     )?;
     let opts = ReportOptions {
-        keys: a.sort.clone(),
+        keys: d.keys,
         filters: Filters {
             comms: a.comms.clone(),
             pids: a.pids.clone(),
             dsos: a.dsos.clone(),
         },
-        children,
-        callgraph: call_graph,
+        children: d.children,
+        callgraph: a.graph_order(),
         percent_limit: a.percent_limit,
         bpf_only: a.bpf,
         bpf_summary: !a.no_bpf_summary,
+        columns: d.columns,
+        row_order: d.row_order,
     };
     let r = if a.json {
         render::json(&profile, &opts, &mut out)

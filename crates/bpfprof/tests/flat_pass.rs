@@ -241,6 +241,8 @@ fn report_options(keys: &[&str], callgraph: Option<CallOrder>) -> ReportOptions 
         percent_limit: 0.0,
         bpf_only: false,
         bpf_summary: true,
+        columns: None,
+        row_order: None,
     }
 }
 

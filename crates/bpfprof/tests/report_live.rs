@@ -503,6 +503,59 @@ fn sort_cpu_and_tid_agree_with_perf() {
     assert_eq!(by_tid, threads("pid", "pid"));
 }
 
+/// `-F/--fields` against perf's: the same column headers and the same
+/// lines, in the same order, for lists that put counts and keys in
+/// several orders (with and without `--sort`, and `+` to add to perf's
+/// default columns).
+#[test]
+fn fields_print_as_perfs() {
+    let Some(r) = rec() else { return };
+    // The header line and the rows, without trailing blanks.
+    let table = |text: String| -> Vec<String> {
+        text.lines()
+            .filter(|l| {
+                !l.trim().is_empty()
+                    && (!l.starts_with('#') || l.contains("Overhead") || l.contains("Command"))
+            })
+            .filter(|l| !l.starts_with("# Samples") && !l.starts_with("# Event count"))
+            .map(|l| l.trim_end().to_string())
+            .collect()
+    };
+    let cases: [&[&str]; 6] = [
+        &["-F", "comm,overhead"],
+        // Shared objects are one row per name perf prints.
+        &["-F", "dso,sample"],
+        &["-F", "sample,overhead,comm"],
+        &["-F", "overhead,period", "--sort", "comm"],
+        &["-F", "+period", "--sort", "comm"],
+        &["-F", "comm,sample", "--sort", "pid"],
+    ];
+    for args in cases {
+        let perf = table(support::stdout(
+            Command::new("perf")
+                .args(["report", "--stdio", "--no-children", "-g", "none"])
+                .args(args)
+                .arg("-i")
+                .arg(&r.data),
+        ));
+        let ours = table(support::stdout(
+            support::bpfprof()
+                .args(["report", "--no-children", "--no-bpf-summary"])
+                .args(args)
+                .arg("-i")
+                .arg(&r.data),
+        ));
+        assert!(perf.len() > 2, "{args:?}: {perf:?}");
+        if let Some(i) = (0..ours.len().max(perf.len())).find(|&i| ours.get(i) != perf.get(i)) {
+            panic!(
+                "{args:?}: line {i} differs:\nours: {:?}\nperf: {:?}",
+                ours.get(i.saturating_sub(1)..(i + 2).min(ours.len())),
+                perf.get(i.saturating_sub(1)..(i + 2).min(perf.len()))
+            );
+        }
+    }
+}
+
 #[test]
 fn sort_pid_agrees_with_perf() {
     let Some(r) = rec() else { return };

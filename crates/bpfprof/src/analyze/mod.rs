@@ -18,5 +18,5 @@ pub use engine::{build, Engine};
 pub use model::{bpf_cost, bpf_hooks, profile};
 pub use profile::{Profile, ProfileOptions};
 pub use view::{
-    annotate, annotate_calls, annotate_render, bpf_view, callgraph, header, render, table,
+    annotate, annotate_calls, annotate_render, bpf_view, callgraph, fields, header, render, table,
 };

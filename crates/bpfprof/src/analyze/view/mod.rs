@@ -15,6 +15,7 @@ pub mod annotate_render;
 mod bpf_render;
 pub mod bpf_view;
 pub mod callgraph;
+pub mod fields;
 mod groups;
 pub mod header;
 pub mod render;

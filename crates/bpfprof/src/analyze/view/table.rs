@@ -39,7 +39,8 @@ impl SortKey {
     pub fn header(self) -> &'static str {
         match self {
             SortKey::Comm => "Command",
-            SortKey::Pid => "Pid:Command",
+            // perf's header, spaced to sit over "%7d:%s".
+            SortKey::Pid => "    Pid:Command",
             SortKey::Tid => "Tid",
             SortKey::Cpu => "CPU",
             SortKey::Srcline => "Source:Line",
@@ -77,7 +78,7 @@ pub fn group_key(keys: &[SortKey], p: &Profile, k: &RowKey) -> GroupKey {
             // Rows by source line are made by the srcline view, from
             // per-address counts; a row key holds no line.
             SortKey::Srcline => 0,
-            SortKey::Dso => k.frame.dso as u64,
+            SortKey::Dso => p.dso_group(k.frame.dso) as u64,
             SortKey::Sym => p.sym.syms[k.frame.sym as usize].group as u64,
             SortKey::BpfProg => bpf_prog_of(p, k).map_or(u64::MAX, |(id, _)| id as u64),
         };
@@ -241,10 +242,11 @@ pub fn push_column(p: &Profile, key: SortKey, k: &RowKey, out: &mut String) {
             // samples had (a row may hold a thread's samples from before
             // and after an exec).
             let last = p.sym.threads.current_comm(k.tid).unwrap_or(k.comm);
-            // Signed, as perf prints a pid_t: -1 for samples with no thread.
+            // perf's "%7d:%s", signed as a pid_t: -1 for samples with no
+            // thread.
             write!(
                 out,
-                "{}:{}",
+                "{:>7}:{}",
                 k.tid as i32, p.sym.threads.comms[last as usize]
             )
         }
