@@ -111,11 +111,6 @@ impl ReportArgs {
     fn children(&self, file_has_callchains: bool) -> bool {
         !self.no_children && (self.children || file_has_callchains)
     }
-
-    /// Whether the report reads call chains (for graphs or children).
-    pub fn callchains(&self, file_has_callchains: bool) -> bool {
-        self.children(file_has_callchains) || self.graph_order().is_some()
-    }
 }
 
 /// Everything the report's options decide once the file is known to have
