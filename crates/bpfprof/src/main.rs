@@ -42,7 +42,7 @@ fn main() {
     let cli = Cli::parse();
     // Huge-page heaps speed up flat reports; with call chains they made
     // reports slower and less steady (README → Performance).
-    if matches!(&cli.cmd, Cmd::Report(a) if !a.callchains()) {
+    if matches!(&cli.cmd, Cmd::Report(a) if !a.callchains(false)) {
         bpfprof::capture::sys::rerun_with_huge_heaps();
     }
     if matches!(
