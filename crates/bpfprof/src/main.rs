@@ -7,6 +7,7 @@ mod input_args;
 mod record_cmd;
 mod report_cmd;
 mod script_cmd;
+mod top_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -25,7 +26,7 @@ struct Cli {
 enum Cmd {
     /// Show where the CPU went in a recording (bpfprof's or Linux perf's).
     Report(report_cmd::ReportArgs),
-    /// List and inspect loaded BPF programs (like bpftool prog show/dump).
+    /// List and inspect loaded BPF programs, maps and links (like bpftool prog/map/link).
     Bpf(bpf_cmd::BpfArgs),
     /// Show where inside a BPF program (or kernel/user function) the time goes.
     Annotate(annotate_cmd::AnnotateArgs),
@@ -35,6 +36,8 @@ enum Cmd {
     Export(export_cmd::ExportArgs),
     /// Print every sample as `perf script` does, BPF frames resolved.
     Script(script_cmd::ScriptArgs),
+    /// Live view, refreshed every second: BPF programs' costs and the hottest symbols.
+    Top(top_cmd::TopArgs),
 }
 
 fn main() {
@@ -58,6 +61,7 @@ fn main() {
         Cmd::Record(a) => record_cmd::run(a),
         Cmd::Export(a) => export_cmd::run(a).map(|_| 0),
         Cmd::Script(a) => script_cmd::run(a).map(|_| 0),
+        Cmd::Top(a) => top_cmd::run(a),
     };
     match r {
         Ok(code) => std::process::exit(code),

@@ -557,8 +557,10 @@ fn fields_print_as_perfs() {
             .map(|l| l.trim_end().to_string())
             .collect()
     };
-    let cases: [&[&str]; 5] = [
+    let cases: [&[&str]; 6] = [
         &["-F", "comm,overhead"],
+        // Shared objects are one row per name perf prints.
+        &["-F", "dso,sample"],
         &["-F", "sample,overhead,comm"],
         &["-F", "overhead,period", "--sort", "comm"],
         &["-F", "+period", "--sort", "comm"],

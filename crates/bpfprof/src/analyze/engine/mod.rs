@@ -158,6 +158,7 @@ impl Engine {
             bpf_offsets: FxHashMap::default(),
             bpf_cost: None,
             warnings,
+            dso_groups: Vec::new(),
             ordered_pass: false,
             samples: Vec::new(),
             stack_locs: Vec::new(),

@@ -153,6 +153,10 @@ impl Engine {
             .iter()
             .filter_map(|(&(row, node), &c)| Some(((row_keys[row as usize]?, node), c)))
             .collect();
+        let mut first_of: rustc_hash::FxHashMap<&str, u32> = Default::default();
+        p.dso_groups = (0..p.sym.dsos.len() as u32)
+            .map(|d| *first_of.entry(&p.sym.dsos[d as usize].short).or_insert(d))
+            .collect();
         if p.first_time == u64::MAX {
             p.first_time = 0;
         }

@@ -153,6 +153,10 @@ pub struct Profile {
     /// own code are known).
     pub bpf_cost: Option<super::bpf_cost::BpfCost>,
     pub warnings: Vec<String>,
+    /// Each shared object's group for `--sort dso`: the first one with
+    /// its short name (perf compares the names it prints: two binaries
+    /// called `rustc` are one row).
+    pub dso_groups: Vec<u32>,
     /// Whether every record was replayed in time order, rather than only
     /// the side band (see `flat_pass`): with call chains, when asked for,
     /// and for files the flat pass cannot take.
@@ -190,6 +194,11 @@ pub fn has_callchains(file: &PerfFile) -> bool {
 }
 
 impl Profile {
+    /// The `--sort dso` group of shared object `dso`.
+    pub fn dso_group(&self, dso: u32) -> u32 {
+        self.dso_groups.get(dso as usize).copied().unwrap_or(dso)
+    }
+
     /// Share of all samples' period, in percent.
     pub fn percent(&self, c: &Counts) -> f64 {
         if self.total.period == 0 {

@@ -96,7 +96,8 @@ impl<'a> TieRanks<'a> {
         for (slot, key) in out.iter_mut().zip(self.keys) {
             *slot = match key {
                 SortKey::Comm => self.comm[k.comm as usize],
-                SortKey::Pid | SortKey::Tid => k.tid,
+                // As signed, as perf compares a pid_t: -1 first.
+                SortKey::Pid | SortKey::Tid => k.tid ^ 0x8000_0000,
                 SortKey::Cpu => u32::from(k.cpu),
                 SortKey::Srcline => 0,
                 SortKey::Dso => self.dso[k.frame.dso as usize],

@@ -78,7 +78,7 @@ pub fn group_key(keys: &[SortKey], p: &Profile, k: &RowKey) -> GroupKey {
             // Rows by source line are made by the srcline view, from
             // per-address counts; a row key holds no line.
             SortKey::Srcline => 0,
-            SortKey::Dso => k.frame.dso as u64,
+            SortKey::Dso => p.dso_group(k.frame.dso) as u64,
             SortKey::Sym => p.sym.syms[k.frame.sym as usize].group as u64,
             SortKey::BpfProg => bpf_prog_of(p, k).map_or(u64::MAX, |(id, _)| id as u64),
         };
