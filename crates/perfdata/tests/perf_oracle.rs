@@ -504,7 +504,7 @@ fn bpf_program_loaded_during_the_record() {
     // ... but perf 6.1 may still be synthesizing then (seen under load:
     // the program came out as a synthesized time-0 KSYMBOL). perf writes
     // FINISHED_INIT when synthesis is done: wait for it in the file too.
-    while !started.exists() || !has_finished_init(&f) {
+    while !started.exists() || !testkit::perf_has_finished_init(&f) {
         assert!(
             std::time::Instant::now() < deadline,
             "perf record did not start"
@@ -562,28 +562,6 @@ fn bpf_program_loaded_during_the_record() {
     check_against_dump(&f, false);
     check_against_script(&f);
     check_bpf_features(&f);
-}
-
-/// Whether the data section written so far holds FINISHED_INIT (82),
-/// walking records by their sizes from the header's data offset (@40).
-fn has_finished_init(path: &Path) -> bool {
-    let b = std::fs::read(path).unwrap_or_default();
-    if b.len() < 104 {
-        return false;
-    }
-    let mut off = u64::from_le_bytes(b[40..48].try_into().unwrap()) as usize;
-    while off + 8 <= b.len() {
-        let ty = u32::from_le_bytes(b[off..off + 4].try_into().unwrap());
-        let size = u16::from_le_bytes([b[off + 6], b[off + 7]]) as usize;
-        if ty == 82 {
-            return true;
-        }
-        if size < 8 {
-            return false;
-        }
-        off += size;
-    }
-    false
 }
 
 fn clean_stderr(what: &str, err: &str) {
