@@ -13,7 +13,9 @@ use crate::error::{Error, Result};
 /// `bpftool prog show` lists under `pids`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BpfOwner {
+    /// The process (thread group) id.
     pub pid: u32,
+    /// Its command name, as /proc/PID/comm said at record time.
     pub comm: String,
 }
 
@@ -43,22 +45,32 @@ pub struct BpfAttach {
 /// A map the program uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BpfMapMeta {
+    /// The map's id, unique while it exists.
     pub id: u32,
+    /// `bpf_map_info.name` (may be empty).
     pub name: String,
     /// `bpf_map_type` as a number (`bpfinfo` names it).
     pub map_type: u32,
+    /// Bytes of a key.
     pub key_size: u32,
+    /// Bytes of a value.
     pub value_size: u32,
+    /// Capacity, in entries.
     pub max_entries: u32,
+    /// `BPF_F_*` creation flags.
     pub map_flags: u32,
 }
 
 /// Owners, attachments and maps of one program, captured at record time.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BpfProgMeta {
+    /// The program this is about.
     pub prog_id: u32,
+    /// Processes holding it, by pid.
     pub owners: Vec<BpfOwner>,
+    /// Where it was attached.
     pub attach: Vec<BpfAttach>,
+    /// The maps it uses, by id.
     pub maps: Vec<BpfMapMeta>,
     /// CLOCK_BOOTTIME and CLOCK_REALTIME in nanoseconds, read together as
     /// the recording started: what turns `bpf_prog_info.load_time` (since
