@@ -125,11 +125,18 @@ fn put_u32(b: &mut Vec<u8>, v: u32) {
     b.extend_from_slice(&v.to_le_bytes());
 }
 
-fn put_str(b: &mut Vec<u8>, s: &str) {
+/// How many bytes of `s` are kept: at most [`tail::MAX_STR`], cut on a
+/// character boundary.
+fn kept_len(s: &str) -> usize {
     let mut n = s.len().min(tail::MAX_STR);
     while !s.is_char_boundary(n) {
         n -= 1;
     }
+    n
+}
+
+fn put_str(b: &mut Vec<u8>, s: &str) {
+    let n = kept_len(s);
     put_u32(b, n as u32);
     b.extend_from_slice(&s.as_bytes()[..n]);
 }
@@ -146,7 +153,12 @@ fn get_str(c: &mut Cursor<'_>, what: &str) -> Result<String> {
             ),
         ));
     }
-    Ok(String::from_utf8_lossy(c.bytes(n, what)?).into_owned())
+    let mut s = String::from_utf8_lossy(c.bytes(n, what)?).into_owned();
+    // Bytes that are not UTF-8 become U+FFFD, three bytes each, which can
+    // take the text past what the writer keeps: cut it here as the writer
+    // would, so that a tail read is written back as itself.
+    s.truncate(kept_len(&s));
+    Ok(s)
 }
 
 /// A count read from the tail, refused if `min` bytes per entry cannot fit
