@@ -44,7 +44,7 @@ impl InputArgs {
 
     /// Build the profile of an opened recording.
     pub fn build(&self, file: &perfdata::PerfFile, opts: ProfileOptions) -> Result<Profile> {
-        Profile::build(
+        bpfprof::analyze::build(
             file,
             &ProfileOptions {
                 kallsyms: self.kallsyms.clone(),

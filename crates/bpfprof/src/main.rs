@@ -25,7 +25,7 @@ struct Cli {
 enum Cmd {
     /// Show where the CPU went in a recording (bpfprof's or Linux perf's).
     Report(report_cmd::ReportArgs),
-    /// List and inspect loaded BPF programs (like bpftool prog show/dump).
+    /// List and inspect loaded BPF programs, maps and links (like bpftool prog/map/link).
     Bpf(bpf_cmd::BpfArgs),
     /// Show where inside a BPF program (or kernel/user function) the time goes.
     Annotate(annotate_cmd::AnnotateArgs),
@@ -42,7 +42,7 @@ fn main() {
     let cli = Cli::parse();
     // Huge-page heaps speed up flat reports; with call chains they made
     // reports slower and less steady (README → Performance).
-    if matches!(&cli.cmd, Cmd::Report(a) if !a.callchains()) {
+    if matches!(&cli.cmd, Cmd::Report(a) if !a.callchains(false)) {
         bpfprof::capture::sys::rerun_with_huge_heaps();
     }
     if matches!(

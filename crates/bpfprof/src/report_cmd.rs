@@ -5,6 +5,7 @@ use std::io::Write;
 use crate::input_args::InputArgs;
 use anyhow::{Context, Result};
 use bpfprof::analyze::callgraph::CallOrder;
+use bpfprof::analyze::fields::{self, Column};
 use bpfprof::analyze::render::{self, ReportOptions};
 use bpfprof::analyze::table::{Filters, SortKey};
 use bpfprof::analyze::ProfileOptions;
@@ -13,19 +14,25 @@ use bpfprof::analyze::ProfileOptions;
 pub struct ReportArgs {
     #[command(flatten)]
     pub input: InputArgs,
-    /// Sort (group) by these keys, comma-separated: comm, pid, dso, sym, bpf_prog.
+    /// Sort (group) by these keys, comma-separated: comm, pid, tid, cpu, dso, sym, srcline, bpf_prog
+    /// [default: comm,dso,sym].
+    #[arg(short = 's', long, value_delimiter = ',')]
+    pub sort: Option<Vec<SortKey>>,
+    /// The columns, in order, comma-separated: overhead, overhead_children, sample, period and sort
+    /// keys (perf's -F; a leading + adds to the default columns).
     #[arg(
-        short = 's',
-        long,
+        short = 'F',
+        long = "fields",
         value_delimiter = ',',
-        default_value = "comm,dso,sym"
+        allow_hyphen_values = true
     )]
-    pub sort: Vec<SortKey>,
-    /// Show each row's share including its callees (needs a recording with -g).
+    pub fields: Vec<String>,
+    /// Show each row's share including its callees: the default, as in
+    /// perf, for a recording with call chains (`record -g`).
     #[arg(long, overrides_with = "no_children")]
     pub children: bool,
-    /// Show only each row's own samples (the default).
-    #[arg(long)]
+    /// Show only each row's own samples.
+    #[arg(long, overrides_with = "children")]
     pub no_children: bool,
     /// Print call graphs under each row: callee (default) or caller order;
     /// `none` prints none, as in perf.
@@ -59,6 +66,12 @@ pub struct ReportArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Print the recording's header (as perf's `--header`) before the report.
+    #[arg(long)]
+    pub header: bool,
+    /// Print only the recording's header.
+    #[arg(long)]
+    pub header_only: bool,
 }
 
 /// What `-g` asks for. perf's own `-g none` is the habit of anyone who
@@ -92,69 +105,139 @@ impl ReportArgs {
         }
     }
 
-    /// Whether the children column is shown.
-    fn children(&self) -> bool {
-        self.children && !self.no_children
+    /// Whether the children column is shown: asked for, or by default on
+    /// a recording with call chains (perf's default too), unless
+    /// `--no-children`.
+    fn children(&self, file_has_callchains: bool) -> bool {
+        !self.no_children && (self.children || file_has_callchains)
     }
 
     /// Whether the report reads call chains (for graphs or children).
-    pub fn callchains(&self) -> bool {
-        self.children() || self.graph_order().is_some()
+    pub fn callchains(&self, file_has_callchains: bool) -> bool {
+        self.children(file_has_callchains) || self.graph_order().is_some()
     }
 }
 
-pub fn run(a: &ReportArgs) -> Result<()> {
-    let call_graph = a.graph_order();
-    let callchains = a.callchains();
-    let by_thread = a
-        .sort
-        .iter()
-        .any(|k| matches!(k, SortKey::Comm | SortKey::Pid))
-        || !a.comms.is_empty()
-        || !a.pids.is_empty();
-    let file = a.input.open()?;
+/// Everything the report's options decide once the file is known to have
+/// call chains or not, decided here and nowhere else.
+struct Decided {
+    keys: Vec<SortKey>,
+    /// `-F`'s columns; `None`: the default ones.
+    columns: Option<Vec<Column>>,
+    /// The order `-F` and `--sort` give rows; `None`: heaviest first.
+    row_order: Option<Vec<Column>>,
+    children: bool,
+    /// Whether the profile keeps call chains: for graphs, children, or
+    /// the BPF cost parts.
+    callchains: bool,
+    /// Whether rows keep their thread: for keys and filters that name one.
+    by_thread: bool,
+}
+
+const DEFAULT_SORT: [SortKey; 3] = [SortKey::Comm, SortKey::Dso, SortKey::Sym];
+
+fn decide(a: &ReportArgs, has_callchains: bool) -> Result<Decided> {
+    let (keys, columns, row_order, children) = match a.fields.is_empty() {
+        true => (
+            a.sort.clone().unwrap_or(DEFAULT_SORT.to_vec()),
+            None,
+            None,
+            a.children(has_callchains),
+        ),
+        false => {
+            let f = fields::resolve(
+                &a.fields,
+                a.sort.as_deref(),
+                &DEFAULT_SORT,
+                a.children(has_callchains),
+            )?;
+            (
+                f.keys,
+                Some(f.columns),
+                f.order,
+                f.children && !a.no_children,
+            )
+        }
+    };
+    if keys.len() > 5 {
+        anyhow::bail!("at most 5 sort keys (got {})", keys.len());
+    }
     // A program's cost beyond its own code is known only from call chains:
     // the BPF view, and the summary atop the default report, read them
     // when the file has them, unless `-g none` asked for a flat report.
-    let bpf_cost = (a.bpf || !a.no_bpf_summary)
-        && a.call_graph != Some(CallGraph::None)
-        && bpfprof::analyze::profile::has_callchains(&file);
+    let bpf_cost =
+        (a.bpf || !a.no_bpf_summary) && a.call_graph != Some(CallGraph::None) && has_callchains;
+    let by_thread = keys
+        .iter()
+        .any(|k| matches!(k, SortKey::Comm | SortKey::Pid | SortKey::Tid))
+        || !a.comms.is_empty()
+        || !a.pids.is_empty();
+    Ok(Decided {
+        callchains: children || a.graph_order().is_some() || bpf_cost,
+        keys,
+        columns,
+        row_order,
+        children,
+        by_thread,
+    })
+}
+
+pub fn run(a: &ReportArgs) -> Result<()> {
+    let file = a.input.open()?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    if a.header || a.header_only {
+        let r = bpfprof::analyze::header::print(&file, &mut out);
+        if a.header_only {
+            return finish(r.and_then(|_| out.flush()));
+        }
+        finish(r)?;
+    }
+    let d = decide(a, bpfprof::analyze::profile::has_callchains(&file))?;
     let profile = a.input.build(
         &file,
         ProfileOptions {
-            callchains: callchains || bpf_cost,
+            callchains: d.callchains,
             progress: !a.json,
-            merge_threads: !by_thread,
+            merge_threads: !d.by_thread,
+            cpus: d.keys.contains(&SortKey::Cpu),
+            // Lines are found per address.
+            ip_hits: d.keys.contains(&SortKey::Srcline),
             ..Default::default()
         },
     )?;
     let opts = ReportOptions {
-        keys: a.sort.clone(),
+        keys: d.keys,
         filters: Filters {
             comms: a.comms.clone(),
             pids: a.pids.clone(),
             dsos: a.dsos.clone(),
         },
-        children: a.children(),
-        callgraph: call_graph,
+        children: d.children,
+        callgraph: a.graph_order(),
         percent_limit: a.percent_limit,
         bpf_only: a.bpf,
         bpf_summary: !a.no_bpf_summary,
+        columns: d.columns,
+        row_order: d.row_order,
     };
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
     let r = if a.json {
         render::json(&profile, &opts, &mut out)
     } else {
         render::stdio(&profile, &opts, &mut out)
     };
-    let r = match r.and_then(|_| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => r.context("writing the report"),
-    };
+    let r = finish(r.and_then(|_| out.flush()));
     // The process exits next, and the kernel takes the memory back at
     // once: freeing the profile's allocations one by one took 3-4 ms of a
     // 70 ms report (2x30 alternating runs).
     std::mem::forget((file, profile));
     r
+}
+
+/// A closed pipe ends the report quietly, as it ends perf's.
+fn finish(r: std::io::Result<()>) -> Result<()> {
+    match r {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing the report"),
+    }
 }

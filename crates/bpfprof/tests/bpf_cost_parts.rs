@@ -136,7 +136,15 @@ fn parts_of_a_bpftrace_programs_cost_agree_with_perf() {
     // A flat report cannot know more than self, and says so.
     let flat = support::stdout(
         support::bpfprof()
-            .args(["report", "--bpf", "-g", "none", "--json", "-i"])
+            .args([
+                "report",
+                "--bpf",
+                "--no-children",
+                "-g",
+                "none",
+                "--json",
+                "-i",
+            ])
             .arg(&data),
     );
     let f: Value = serde_json::from_str(&flat).unwrap();
@@ -145,7 +153,7 @@ fn parts_of_a_bpftrace_programs_cost_agree_with_perf() {
     assert!(p0["samples"]["total"].is_null(), "{p0}");
     let text = support::stdout(
         support::bpfprof()
-            .args(["report", "--bpf", "-g", "none", "-i"])
+            .args(["report", "--bpf", "--no-children", "-g", "none", "-i"])
             .arg(&data),
     );
     assert!(text.contains("need call chains"), "{text}");

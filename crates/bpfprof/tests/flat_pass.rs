@@ -4,8 +4,11 @@
 //! and exit all the time (their maps change under their samples), BPF
 //! programs loaded and unloaded one after another at addresses the kernel
 //! reuses, and a second event. Every figure of the two profiles must be
-//! the same. The ordered pass itself is held against `perf report` in
-//! report_vs_perf.rs and report_live.rs.
+//! the same, and so must the report's table and JSON. Then the same
+//! recording with call chains fed to the engine record by record, as a
+//! live session feeds it from the rings: the same figures, call-graph
+//! report and BPF view as the file replay. The ordered pass itself is held
+//! against `perf report` in report_vs_perf.rs and report_live.rs.
 
 mod perf_start;
 mod record_util;
@@ -17,8 +20,12 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use bpfinfo::testprog::TestProg;
-use bpfprof::analyze::profile::Counts;
-use bpfprof::analyze::{Profile, ProfileOptions};
+use bpfprof::analyze::bpf_view;
+use bpfprof::analyze::callgraph::CallOrder;
+use bpfprof::analyze::profile::{Counts, ProgRecord};
+use bpfprof::analyze::render::{self, ReportOptions};
+use bpfprof::analyze::table::{Filters, SortKey};
+use bpfprof::analyze::{Engine, Profile, ProfileOptions};
 use record_util::*;
 
 /// One recorder at a time: with two listening for BPF events, the kernel
@@ -30,24 +37,23 @@ static RECORDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// Programs loaded, run and unloaded while recording.
 const PROGRAMS: u32 = 30;
 
-/// `perf record -a` with a second event, over BPF and exec churn.
-fn record_churn(out: &Path) {
+/// `perf record -a` with a second event, over BPF and exec churn
+/// (`extra`: more perf options, such as `-g`).
+fn record_churn(out: &Path, extra: &[&str]) {
     let _one = RECORDING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut args = vec![
+        "record",
+        "-a",
+        "-F",
+        "4999",
+        "-e",
+        "cpu-clock",
+        "-e",
+        "task-clock",
+    ];
+    args.extend_from_slice(extra);
     // Churn only once perf records (polled, not a guessed sleep).
-    let mut perf = perf_start::spawn_ready(
-        &[
-            "record",
-            "-a",
-            "-F",
-            "4999",
-            "-e",
-            "cpu-clock",
-            "-e",
-            "task-clock",
-        ],
-        out,
-        "6",
-    );
+    let mut perf = perf_start::spawn_ready(&args, out, "6");
     // Short processes, each a fresh exec with its own maps, busy enough to
     // be sampled in user and kernel mode.
     let mut shells = Command::new("sh")
@@ -139,7 +145,7 @@ fn figures(p: &Profile) -> Figures {
 
 fn build(file: &Path, ordered: bool, merge_threads: bool, ip_hits: bool) -> (Profile, Figures) {
     let f = perfdata::PerfFile::open(file).unwrap();
-    let p = Profile::build(
+    let p = bpfprof::analyze::build(
         &f,
         &ProfileOptions {
             ordered,
@@ -160,7 +166,7 @@ fn the_flat_pass_counts_what_the_ordered_pass_counts() {
     }
     let dir = tmpdir("flat-pass");
     let data = dir.join("perf.data");
-    record_churn(&data);
+    record_churn(&data, &[]);
 
     for (merge, hits) in [(false, false), (true, false), (false, true), (true, true)] {
         let (flat, figs) = build(&data, false, merge, hits);
@@ -182,6 +188,14 @@ fn the_flat_pass_counts_what_the_ordered_pass_counts() {
         assert_eq!(figs.total, want.total, "{what}");
         assert_eq!(figs.rows, want.rows, "{what}");
         assert_eq!(figs, want, "{what}");
+        for keys in [&["comm", "dso", "sym"][..], &["pid", "sym"], &["dso"]] {
+            let o = report_options(keys, None);
+            assert_eq!(
+                rendered(&flat, &o),
+                rendered(&ordered, &o),
+                "{what}, {keys:?}"
+            );
+        }
         if hits {
             assert!(!want.ip_hits.is_empty() && !want.bpf_hits.is_empty());
         }
@@ -212,4 +226,104 @@ fn compressed_files_take_the_ordered_pass() {
     let (p, figs) = build(&data, false, true, false);
     assert!(p.ordered_pass);
     assert!(figs.total.samples > 0);
+}
+
+fn report_options(keys: &[&str], callgraph: Option<CallOrder>) -> ReportOptions {
+    use clap::ValueEnum;
+    ReportOptions {
+        keys: keys
+            .iter()
+            .map(|k| SortKey::from_str(k, false).unwrap())
+            .collect(),
+        filters: Filters::default(),
+        children: false,
+        callgraph,
+        percent_limit: 0.0,
+        bpf_only: false,
+        bpf_summary: true,
+        columns: None,
+        row_order: None,
+    }
+}
+
+/// The report's text and JSON.
+fn rendered(p: &Profile, o: &ReportOptions) -> (String, String) {
+    let (mut text, mut json) = (Vec::new(), Vec::new());
+    render::stdio(p, o, &mut text).unwrap();
+    render::json(p, o, &mut json).unwrap();
+    let s = |b: Vec<u8>| String::from_utf8(b).unwrap();
+    (s(text), s(json))
+}
+
+/// A file's records fed one by one to a live engine, in time order, after
+/// its programs: what a live session does with the rings' records.
+fn fed_live(file: &perfdata::PerfFile, opts: &ProfileOptions) -> Profile {
+    let mut e = Engine::live(file.attrs().to_vec(), opts);
+    let f = file.features();
+    for info in f.bpf_prog_info.iter().flatten() {
+        let btf = f
+            .bpf_btf
+            .iter()
+            .flatten()
+            .find(|b| b.id == info.btf_id && info.btf_id != 0);
+        e.add_program(ProgRecord {
+            info: Some(info.clone()),
+            btf: btf.map(|b| b.data.clone()),
+            meta: None,
+        });
+    }
+    let mut records = file.records().unwrap();
+    let mut fed = 0;
+    while let Some(r) = records.next().unwrap() {
+        e.feed(r.raw).unwrap();
+        fed += 1;
+        // A live view asks for the profile as it goes: that must not
+        // change what it ends with.
+        if fed % 20_000 == 0 {
+            e.profile();
+        }
+    }
+    e.finish()
+}
+
+#[test]
+fn the_engine_fed_record_by_record_counts_what_the_file_replay_counts() {
+    if !can_record_bpf() {
+        return;
+    }
+    let dir = tmpdir("engine-live");
+    let data = dir.join("perf.data");
+    record_churn(&data, &["-g"]);
+    let file = perfdata::PerfFile::open(&data).unwrap();
+    for merge in [false, true] {
+        let opts = ProfileOptions {
+            callchains: true,
+            merge_threads: merge,
+            ..ProfileOptions::default()
+        };
+        let replayed = bpfprof::analyze::build(&file, &opts).unwrap();
+        let live = fed_live(&file, &opts);
+        let what = format!("merge_threads {merge}");
+        let want = figures(&replayed);
+        assert!(want.total.samples > 1000, "{what}: {:?}", want.total);
+        assert!(want.bpf.len() >= PROGRAMS as usize / 2, "{what}");
+        assert_eq!(figures(&live), want, "{what}");
+        assert!(!replayed.chains.is_empty());
+        let keys: &[&str] = match merge {
+            true => &["dso", "sym"],
+            false => &["comm", "dso", "sym"],
+        };
+        for order in [CallOrder::Callee, CallOrder::Caller] {
+            let o = report_options(keys, Some(order));
+            assert_eq!(
+                rendered(&live, &o),
+                rendered(&replayed, &o),
+                "{what}, {order:?}"
+            );
+        }
+        let bpf = |p: &Profile| {
+            serde_json::to_string(&bpf_view::summarize(p, &Filters::default())).unwrap()
+        };
+        assert_eq!(bpf(&live), bpf(&replayed), "{what}: the BPF view");
+    }
 }

@@ -92,8 +92,19 @@ fn perf_rows(file: &Path, sort: &str, children: bool, args: &[&str]) -> Vec<Row>
         .collect()
 }
 
-/// `bpfprof report --json --sort KEYS ARGS` as (total samples, rows).
+/// `bpfprof report --json --sort KEYS ARGS` as (total samples, rows),
+/// with `--no-children` unless ARGS say `--children`, as [`perf_rows`]
+/// passes one or the other.
 fn our_rows(file: &Path, sort: &str, args: &[&str]) -> (u64, Vec<Row>, Value) {
+    let children = match args.contains(&"--children") {
+        true => None,
+        false => Some("--no-children"),
+    };
+    our_rows_as_given(file, sort, &[children.as_slice(), args].concat())
+}
+
+/// `bpfprof report --json --sort KEYS ARGS` as (total samples, rows).
+fn our_rows_as_given(file: &Path, sort: &str, args: &[&str]) -> (u64, Vec<Row>, Value) {
     let text = support::stdout(
         support::bpfprof()
             .args(["report", "--json", "--sort", sort])
@@ -110,6 +121,7 @@ fn our_rows(file: &Path, sort: &str, args: &[&str]) -> (u64, Vec<Row>, Value) {
             let key = match sort {
                 "comm" => r["comm"].as_str().unwrap().to_string(),
                 "pid" => r["pid"].to_string(),
+                "tid" => r["tid"].to_string(),
                 "bpf_prog" => r["bpf_prog_id"].to_string(),
                 _ => format!(
                     "{} | [{}] {}",
@@ -375,14 +387,16 @@ fn perf_habits_g_none_inverted_and_n() {
     // perf's -G is its alias for caller-order graphs.
     assert_eq!(stdio(&["-G"]), stdio(&["-g", "caller"]));
     assert_ne!(stdio(&["-G"]), stdio(&["-g"]));
-    for children in [false, true] {
+    // Children are the default on a file with call chains, as in perf,
+    // `-g none` or not.
+    let cases: [(bool, &[&str]); 3] = [
+        (false, &["--no-children", "-g", "none"]),
+        (true, &["--children", "-g", "none"]),
+        (true, &["-g", "none"]),
+    ];
+    for (children, args) in cases {
         let perf = perf_rows(&r.data, "dso,sym", children, &[]);
-        let args: &[&str] = if children {
-            &["--children", "-g", "none"]
-        } else {
-            &["-g", "none"]
-        };
-        let (total, ours, _) = our_rows(&r.data, "dso,sym", args);
+        let (total, ours, _) = our_rows_as_given(&r.data, "dso,sym", args);
         assert_eq!(total, perf.iter().map(|x| x.samples).sum::<u64>());
         assert_eq!(ours.iter().all(|x| x.children.is_some()), children);
         assert_agree(&format!("{args:?}"), &ours, &perf);
@@ -479,6 +493,105 @@ fn sort_comm_agrees_with_perf() {
     assert_sort_agrees(r, "comm");
 }
 
+/// `--sort cpu` against perf's, line for line (overhead, samples, CPU);
+/// `--sort tid`, which perf 6.1 lacks, against perf's `pid` key, which is
+/// the thread: the same threads with the same samples.
+#[test]
+fn sort_cpu_and_tid_agree_with_perf() {
+    let Some(r) = rec() else { return };
+    let lines = |text: String| -> Vec<String> {
+        let mut v: Vec<String> = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        v.sort();
+        v
+    };
+    let perf = lines(support::stdout(
+        Command::new("perf")
+            .args(["report", "--stdio", "--no-children", "-g", "none", "-n"])
+            .args(["--sort", "cpu", "-i"])
+            .arg(&r.data),
+    ));
+    let ours = lines(support::stdout(
+        support::bpfprof()
+            .args(["report", "--no-children", "--no-bpf-summary"])
+            .args(["--sort", "cpu", "-i"])
+            .arg(&r.data),
+    ));
+    assert!(perf.len() >= 2, "a recording of every CPU: {perf:?}");
+    assert_eq!(ours, perf);
+
+    let threads = |sort: &str, field: &str| -> Vec<(u64, u64)> {
+        let (_, _, v) = our_rows(&r.data, sort, &[]);
+        let mut t: Vec<(u64, u64)> = v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| (x[field].as_u64().unwrap(), x["samples"].as_u64().unwrap()))
+            .collect();
+        t.sort();
+        t
+    };
+    let by_tid = threads("tid", "tid");
+    assert!(by_tid.len() > 1, "{by_tid:?}");
+    assert_eq!(by_tid, threads("pid", "pid"));
+}
+
+/// `-F/--fields` against perf's: the same column headers and the same
+/// lines, in the same order, for lists that put counts and keys in
+/// several orders (with and without `--sort`, and `+` to add to perf's
+/// default columns).
+#[test]
+fn fields_print_as_perfs() {
+    let Some(r) = rec() else { return };
+    // The header line and the rows, without trailing blanks.
+    let table = |text: String| -> Vec<String> {
+        text.lines()
+            .filter(|l| {
+                !l.trim().is_empty()
+                    && (!l.starts_with('#') || l.contains("Overhead") || l.contains("Command"))
+            })
+            .filter(|l| !l.starts_with("# Samples") && !l.starts_with("# Event count"))
+            .map(|l| l.trim_end().to_string())
+            .collect()
+    };
+    let cases: [&[&str]; 6] = [
+        &["-F", "comm,overhead"],
+        // Shared objects are one row per name perf prints.
+        &["-F", "dso,sample"],
+        &["-F", "sample,overhead,comm"],
+        &["-F", "overhead,period", "--sort", "comm"],
+        &["-F", "+period", "--sort", "comm"],
+        &["-F", "comm,sample", "--sort", "pid"],
+    ];
+    for args in cases {
+        let perf = table(support::stdout(
+            Command::new("perf")
+                .args(["report", "--stdio", "--no-children", "-g", "none"])
+                .args(args)
+                .arg("-i")
+                .arg(&r.data),
+        ));
+        let ours = table(support::stdout(
+            support::bpfprof()
+                .args(["report", "--no-children", "--no-bpf-summary"])
+                .args(args)
+                .arg("-i")
+                .arg(&r.data),
+        ));
+        assert!(perf.len() > 2, "{args:?}: {perf:?}");
+        if let Some(i) = (0..ours.len().max(perf.len())).find(|&i| ours.get(i) != perf.get(i)) {
+            panic!(
+                "{args:?}: line {i} differs:\nours: {:?}\nperf: {:?}",
+                ours.get(i.saturating_sub(1)..(i + 2).min(ours.len())),
+                perf.get(i.saturating_sub(1)..(i + 2).min(perf.len()))
+            );
+        }
+    }
+}
+
 #[test]
 fn sort_pid_agrees_with_perf() {
     let Some(r) = rec() else { return };
@@ -506,7 +619,14 @@ fn sort_pid_agrees_with_perf() {
         .arg(&r.data);
     let ours = support::stdout(
         support::bpfprof()
-            .args(["report", "--sort", "pid", "--no-bpf-summary", "-i"])
+            .args([
+                "report",
+                "--no-children",
+                "--sort",
+                "pid",
+                "--no-bpf-summary",
+                "-i",
+            ])
             .arg(&r.data),
     );
     assert_eq!(cells(&ours, 2), cells(&support::stdout(&mut perf), 1));
@@ -770,7 +890,15 @@ fn percent_limit_hides_small_rows_as_perf_does() {
     // The text table too.
     let out = support::stdout(
         support::bpfprof()
-            .args(["report", "--sort", "dso,sym", "--percent-limit", "1", "-i"])
+            .args([
+                "report",
+                "--no-children",
+                "--sort",
+                "dso,sym",
+                "--percent-limit",
+                "1",
+                "-i",
+            ])
             .arg(&r.data),
     );
     for l in out

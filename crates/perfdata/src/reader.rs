@@ -236,6 +236,29 @@ impl PerfFile {
         &self.features
     }
 
+    /// The undecoded body of feature section `bit`, for a section this
+    /// crate does not decode (listed in [`Features::other`]). `None` when
+    /// the section is absent, or its index entry is unreadable or points
+    /// outside the file.
+    pub fn feature_body(&self, bit: u32) -> Option<Vec<u8>> {
+        if !self.header.has_feature(bit) {
+            return None;
+        }
+        let h = &self.header;
+        let nth = h.feature_bits().take_while(|&b| b < bit).count() as u64;
+        let at = h
+            .data
+            .offset
+            .checked_add(h.data.size)?
+            .checked_add(nth * 16)?;
+        let entry = self.read_at(at, 16, "feature index").ok()?;
+        let sec = Section::read(&mut Cursor::new(&entry, at), "feature index").ok()?;
+        if sec.size > MAX_FEATURE_SIZE {
+            return None;
+        }
+        self.read_at(sec.offset, sec.size, "feature").ok()
+    }
+
     /// Size in bytes of the data section (records, possibly compressed).
     pub fn data_size(&self) -> u64 {
         self.data_range().1 - self.data_range().0

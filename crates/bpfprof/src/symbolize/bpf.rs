@@ -69,6 +69,12 @@ impl BpfSymbols {
         }
     }
 
+    /// The `jited_ksyms` of a program learnt after the start (a program
+    /// that loads during a live session).
+    pub fn add_program_ksyms(&mut self, id: u32, ksyms: Vec<u64>) {
+        self.ksyms_by_prog.insert(id, ksyms);
+    }
+
     pub fn register(&mut self, addr: u64, len: u32, name: &str, time: u64) {
         let image = is_image(name);
         // Clip: a new program replaces whatever a lost UNREGISTER left there.

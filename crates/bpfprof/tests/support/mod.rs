@@ -71,11 +71,19 @@ pub fn perf_flat(file: &Path) -> Vec<FlatRow> {
         .collect()
 }
 
-/// `bpfprof report --sort dso,sym --json` as rows.
+/// `bpfprof report --no-children --sort dso,sym --json` as rows (the flags
+/// of [`perf_flat`]).
 pub fn ours_flat(file: &Path) -> (u64, Vec<FlatRow>) {
     let text = stdout(
         bpfprof()
-            .args(["report", "--sort", "dso,sym", "--json", "-i"])
+            .args([
+                "report",
+                "--no-children",
+                "--sort",
+                "dso,sym",
+                "--json",
+                "-i",
+            ])
             .arg(file),
     );
     let v: serde_json::Value = serde_json::from_str(&text).expect("report --json is JSON");

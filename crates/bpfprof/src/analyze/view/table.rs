@@ -4,8 +4,9 @@
 use std::cmp::Reverse;
 
 use super::groups::Groups;
-use super::profile::{Counts, Profile, RowKey};
 use super::row_order::TieRanks;
+pub use crate::analyze::profile::Filters;
+use crate::analyze::profile::{Counts, Profile, RowKey};
 use crate::symbolize::DsoKind;
 
 /// A `--sort` key.
@@ -16,6 +17,13 @@ pub enum SortKey {
     Comm,
     /// The thread id and command (perf's pid key is the thread).
     Pid,
+    /// The thread id alone.
+    Tid,
+    /// The CPU the sample was taken on (`-1` when the recording has none).
+    Cpu,
+    /// The source file and line of the sampled address: DWARF for user
+    /// code, BTF line info for BPF programs (`srcline` view).
+    Srcline,
     /// The shared object: a binary, the kernel, a module or a BPF function.
     Dso,
     /// The function.
@@ -31,34 +39,15 @@ impl SortKey {
     pub fn header(self) -> &'static str {
         match self {
             SortKey::Comm => "Command",
-            SortKey::Pid => "Pid:Command",
+            // perf's header, spaced to sit over "%7d:%s".
+            SortKey::Pid => "    Pid:Command",
+            SortKey::Tid => "Tid",
+            SortKey::Cpu => "CPU",
+            SortKey::Srcline => "Source:Line",
             SortKey::Dso => "Shared Object",
             SortKey::Sym => "Symbol",
             SortKey::BpfProg => "BPF program",
         }
-    }
-}
-
-/// `--comm`, `--pid`, `--dso` filters (each a set; empty = all).
-#[derive(Debug, Clone, Default)]
-pub struct Filters {
-    pub comms: Vec<String>,
-    pub pids: Vec<u32>,
-    pub dsos: Vec<String>,
-}
-
-impl Filters {
-    pub fn keep(&self, p: &Profile, k: &RowKey) -> bool {
-        (self.comms.is_empty()
-            || self
-                .comms
-                .iter()
-                .any(|c| *c == p.sym.threads.comms[k.comm as usize]))
-            && (self.pids.is_empty() || self.pids.contains(&k.pid))
-            && (self.dsos.is_empty() || {
-                let d = &p.sym.dsos[k.frame.dso as usize];
-                self.dsos.iter().any(|x| *x == d.short || *x == d.name)
-            })
     }
 }
 
@@ -84,13 +73,25 @@ pub fn group_key(keys: &[SortKey], p: &Profile, k: &RowKey) -> GroupKey {
     for (slot, key) in out.iter_mut().zip(keys) {
         *slot = match key {
             SortKey::Comm => k.comm as u64,
-            SortKey::Pid => k.tid as u64,
-            SortKey::Dso => k.frame.dso as u64,
+            SortKey::Pid | SortKey::Tid => k.tid as u64,
+            SortKey::Cpu => k.cpu as u64,
+            // Rows by source line are made by the srcline view, from
+            // per-address counts; a row key holds no line.
+            SortKey::Srcline => 0,
+            SortKey::Dso => p.dso_group(k.frame.dso) as u64,
             SortKey::Sym => p.sym.syms[k.frame.sym as usize].group as u64,
             SortKey::BpfProg => bpf_prog_of(p, k).map_or(u64::MAX, |(id, _)| id as u64),
         };
     }
     out
+}
+
+/// A row's CPU as perf numbers it: -1 when the samples carry none.
+pub fn cpu_number(cpu: u16) -> i32 {
+    match cpu {
+        u16::MAX => -1,
+        c => i32::from(c),
+    }
 }
 
 /// Whether a row's symbol is kernel code, as the `[k]` / `[.]` marker
@@ -241,13 +242,21 @@ pub fn push_column(p: &Profile, key: SortKey, k: &RowKey, out: &mut String) {
             // samples had (a row may hold a thread's samples from before
             // and after an exec).
             let last = p.sym.threads.current_comm(k.tid).unwrap_or(k.comm);
-            // Signed, as perf prints a pid_t: -1 for samples with no thread.
+            // perf's "%7d:%s", signed as a pid_t: -1 for samples with no
+            // thread.
             write!(
                 out,
-                "{}:{}",
+                "{:>7}:{}",
                 k.tid as i32, p.sym.threads.comms[last as usize]
             )
         }
+        SortKey::Srcline => Ok(()),
+        SortKey::Tid => write!(out, "{}", k.tid as i32),
+        // perf's "%*.*d" with width 3: 001, and -001 with no CPU.
+        SortKey::Cpu => match cpu_number(k.cpu) {
+            c if c < 0 => write!(out, "-{:03}", -c),
+            c => write!(out, "{c:03}"),
+        },
         SortKey::Dso => out.write_str(&p.sym.dsos[k.frame.dso as usize].short),
         SortKey::Sym => {
             let kernel = is_kernel_sym(p, k);

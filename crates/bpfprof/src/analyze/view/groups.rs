@@ -78,6 +78,7 @@ mod tests {
                 comm: 0,
                 pid: 0,
                 tid: 0,
+                cpu: 0,
                 frame: Frame { dso: 0, sym: 0 },
             },
             counts: Counts {

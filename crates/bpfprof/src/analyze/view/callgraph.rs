@@ -5,9 +5,10 @@
 use std::io::Write;
 
 use rustc_hash::{FxHashMap, FxHashSet};
+use serde::Serialize;
 
-use super::profile::{Counts, Profile};
 use super::table::{group_key, Filters, GroupKey, SortKey};
+use crate::analyze::profile::{Counts, Profile};
 use crate::symbolize::SymId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,27 +58,8 @@ pub fn index(
     by_row
 }
 
-pub fn print(
-    p: &Profile,
-    stacks: &[(u32, Counts)],
-    order: CallOrder,
-    min_percent: f64,
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
-    let total = stacks.iter().fold(Counts::default(), |mut t, (_, c)| {
-        t.samples += c.samples;
-        t.period += c.period;
-        t
-    });
-    if p.percent(&total) < min_percent {
-        // No branch can reach the threshold when the whole row does not:
-        // skip building a tree that would print nothing (on a big profile
-        // that is nearly every row).
-        if stacks.iter().any(|&(node, _)| node != 0) {
-            writeln!(out)?;
-        }
-        return Ok(());
-    }
+/// The stacks of one row merged into a tree, in `order`.
+fn merge(p: &Profile, stacks: &[(u32, Counts)], order: CallOrder) -> Node {
     let mut root = Node::default();
     let mut frames: Vec<SymId> = Vec::with_capacity(64);
     for (node, c) in stacks {
@@ -91,14 +73,41 @@ pub fn print(
             frames.reverse();
         }
         let mut n = &mut root;
-        n.counts.samples += c.samples;
-        n.counts.period += c.period;
+        n.counts.merge(*c);
         for &s in &frames {
             n = n.child(s);
-            n.counts.samples += c.samples;
-            n.counts.period += c.period;
+            n.counts.merge(*c);
         }
     }
+    root
+}
+
+/// Whether a row's stacks can print anything at `min_percent`: no branch
+/// can reach the threshold when the whole row does not, and skipping the
+/// tree is most of the work on a big profile, where that is nearly every
+/// row.
+fn reaches(p: &Profile, stacks: &[(u32, Counts)], min_percent: f64) -> bool {
+    let mut total = Counts::default();
+    for (_, c) in stacks {
+        total.merge(*c);
+    }
+    p.percent(&total) >= min_percent
+}
+
+pub fn print(
+    p: &Profile,
+    stacks: &[(u32, Counts)],
+    order: CallOrder,
+    min_percent: f64,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    if !reaches(p, stacks, min_percent) {
+        if stacks.iter().any(|&(node, _)| node != 0) {
+            writeln!(out)?;
+        }
+        return Ok(());
+    }
+    let root = merge(p, stacks, order);
     if root.children.is_empty() {
         return Ok(());
     }
@@ -106,9 +115,53 @@ pub fn print(
     writeln!(out)
 }
 
-/// perf's graph layout: a chain with one way up is a column of names;
-/// where it splits, each branch gets its share.
-fn walk(p: &Profile, n: &Node, depth: usize, min: f64, out: &mut dyn Write) -> std::io::Result<()> {
+/// One node of a call graph in JSON: a function, its share of all
+/// samples, and the branches below it (callers in callee order, callees
+/// in caller order), heaviest first, as the text graph shows them.
+#[derive(Debug, Serialize)]
+pub struct GraphNode {
+    pub symbol: String,
+    pub dso: String,
+    pub percent: f64,
+    pub samples: u64,
+    pub period: u64,
+    pub children: Vec<GraphNode>,
+}
+
+/// A row's call graph as the text prints it: branches below
+/// `min_percent` left out.
+pub fn tree(
+    p: &Profile,
+    stacks: &[(u32, Counts)],
+    order: CallOrder,
+    min_percent: f64,
+) -> Vec<GraphNode> {
+    if !reaches(p, stacks, min_percent) {
+        return Vec::new();
+    }
+    let root = merge(p, stacks, order);
+    branches(p, &root, min_percent)
+}
+
+fn branches(p: &Profile, n: &Node, min: f64) -> Vec<GraphNode> {
+    sorted_kids(p, n, min)
+        .into_iter()
+        .map(|(s, c)| {
+            let sym = &p.sym.syms[*s as usize];
+            GraphNode {
+                symbol: sym.name.clone(),
+                dso: p.sym.dsos[sym.dso as usize].short.clone(),
+                percent: p.percent(&c.counts),
+                samples: c.counts.samples,
+                period: c.counts.period,
+                children: branches(p, c, min),
+            }
+        })
+        .collect()
+}
+
+/// A node's children at or above `min` percent, heaviest first.
+fn sorted_kids<'a>(p: &Profile, n: &'a Node, min: f64) -> Vec<(&'a SymId, &'a Node)> {
     let mut kids: Vec<(&SymId, &Node)> = n
         .children
         .iter()
@@ -130,6 +183,13 @@ fn walk(p: &Profile, n: &Node, depth: usize, min: f64, out: &mut dyn Write) -> s
             .then_with(|| ident(a.0).cmp(&ident(b.0)))
             .then(a.0.cmp(b.0))
     });
+    kids
+}
+
+/// perf's graph layout: a chain with one way up is a column of names;
+/// where it splits, each branch gets its share.
+fn walk(p: &Profile, n: &Node, depth: usize, min: f64, out: &mut dyn Write) -> std::io::Result<()> {
+    let kids = sorted_kids(p, n, min);
     let single = kids.len() == 1 && kids[0].1.counts.period == n.counts.period;
     for (sym, child) in kids {
         let indent = " ".repeat(12 + 4 * depth);

@@ -26,10 +26,12 @@ use std::sync::mpsc::{channel, Sender};
 use perfdata::{record_type as rt, PerfFile, RoundOrder};
 use rustc_hash::FxHashMap;
 
+use super::early_frames::LocKey;
 use super::events::{change_of, is_kernel_mode, owner, side_event, Change, Event};
 use super::kernel_text::{self, TextCounts};
 use super::map_timeline::{At, MapTimeline};
-use super::profile::{Counts, LocRows, Pass, Profile, ProfileOptions};
+use super::{Engine, LocRows};
+use crate::analyze::profile::Counts;
 use crate::huge_vec::HugeVec;
 use crate::progress::Progress;
 use crate::symbolize::{DsoId, Loc};
@@ -45,20 +47,23 @@ fn workers() -> usize {
     crate::parallel::cores().max(2)
 }
 
-/// Run the pass; `None` when the file needs the ordered pass: compressed,
-/// damaged (the ordered pass reports how), or in an order perf's rounds
-/// would rearrange.
-pub(super) fn run(
-    file: &PerfFile,
-    p: &mut Profile,
-    opts: &ProfileOptions,
-    sampling: usize,
-    progress: &mut Progress,
-) -> Option<Pass> {
+/// Count a flat profile of `file` into `e`; false when the file needs the
+/// ordered pass: compressed, damaged (the ordered pass reports how), or in
+/// an order perf's rounds would rearrange.
+pub(super) fn run(file: &PerfFile, e: &mut Engine) -> bool {
+    let mut progress = Progress::new(e.opts.progress, file.data_size());
+    let counted = count(file, e, &mut progress).is_some();
+    if counted {
+        progress.finish();
+    }
+    counted
+}
+
+fn count(file: &PerfFile, e: &mut Engine, progress: &mut Progress) -> Option<()> {
+    let (merge, sampling) = (e.opts.merge_threads, e.sampling);
     let workers = workers();
     let bounds = cut(file, workers);
     let n = bounds.len() - 1;
-    let merge = opts.merge_threads;
     // Merging threads, kernel samples outside any BPF code are counted as
     // they are read (see `kernel_text`).
     let text = if merge { kernel_text::of(file) } else { None };
@@ -128,7 +133,7 @@ pub(super) fn run(
             return None;
         }
     }
-    let maps = MapTimeline::of(&events, |m| p.map_dso(m));
+    let maps = MapTimeline::of(&events, |m| e.map_dso(m));
     let next = AtomicUsize::new(0);
     let count = |_: usize, tx: Sender<Msg>| {
         let w = Worker {
@@ -143,7 +148,7 @@ pub(super) fn run(
     // Symbols load while the workers count.
     let tallies = on_workers(workers, count, |msg| {
         if let Msg::Dso(d) = msg {
-            p.sym.prefetch(d);
+            e.p.sym.prefetch(d);
         }
     });
     let mut tally = Tally::new(0);
@@ -161,7 +166,8 @@ pub(super) fn run(
     // Freed here, into malloc's heaps (see `huge_vec` for why not on
     // another thread, as mappings of their own).
     drop(copies);
-    Some(replay(p, opts, file, events, tally))
+    replay(e, file, events, tally);
+    Some(())
 }
 
 /// Run `work` on `workers` threads, handling the messages they send here,
@@ -747,13 +753,8 @@ fn slot_of(pid: u32, tid: u32, ip: u64) -> usize {
 
 /// Replay the side band, settling each count once the replay has applied
 /// the last change it saw.
-fn replay(
-    p: &mut Profile,
-    opts: &ProfileOptions,
-    file: &PerfFile,
-    events: Vec<(At, Event)>,
-    mut tally: Tally,
-) -> Pass {
+fn replay(e: &mut Engine, file: &PerfFile, events: Vec<(At, Event)>, mut tally: Tally) {
+    let p = &mut e.p;
     p.total.merge(tally.total);
     p.first_time = p.first_time.min(tally.first_time);
     p.last_time = p.last_time.max(tally.last_time);
@@ -762,49 +763,49 @@ fn replay(
             .entry(file.attrs()[attr].name.clone())
             .or_default() += n;
     }
-    let mut rows = LocRows::default();
     // At most a row per count: room for them at once.
-    rows.rows.reserve(tally.lists.iter().map(Vec::len).sum());
+    e.counted.rows = LocRows::default();
+    e.counted
+        .rows
+        .rows
+        .reserve(tally.lists.iter().map(Vec::len).sum());
+    let merge = e.opts.merge_threads;
     let mut next = tally.counts().peekable();
-    let mut settle = |p: &mut Profile, seq: u32| {
+    let mut settle = |e: &mut Engine, seq: u32| {
         while let Some((k, c)) = next.next_if(|(k, _)| k.seq <= seq) {
             match k.site() {
                 // Each location once, and none that a BPF event could
                 // change: no other count lands on its row.
-                Site::Found(loc) if opts.merge_threads => rows.push_unique((0, 0, 0, loc), c),
+                Site::Found(loc) if merge => e.counted.rows.push_unique(LocKey::merged(loc), c),
                 Site::Found(loc) => {
-                    p.count_at(&mut rows, opts, (k.pid, k.tid, 0), loc, c);
+                    e.count_at((k.pid, k.tid, 0, 0), loc, c);
                 }
                 Site::Kernel(ip) => {
-                    p.settle(&mut rows, opts, (k.pid, k.tid, ip, true), c);
+                    e.settle((k.pid, k.tid, ip, true), c);
                 }
                 Site::User(ip) => {
-                    p.settle(&mut rows, opts, (k.pid, k.tid, ip, false), c);
+                    e.settle((k.pid, k.tid, ip, false), c);
                 }
             }
         }
     };
-    settle(p, 0);
+    settle(e, 0);
     let mut seq = 0;
     for (_, ev) in &events {
-        p.apply(ev);
+        e.side(ev);
         if change_of(ev).is_some() {
             seq += 1;
-            settle(p, seq);
+            settle(e, seq);
         }
     }
-    settle(p, u32::MAX);
-    Pass {
-        rows,
-        loc_nodes: vec![(0, Loc::Unknown(0))],
-        ..Pass::default()
-    }
+    settle(e, u32::MAX);
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::events::{KsymbolEvent, MmapEvent};
     use super::*;
-    use crate::analyze::events::{KsymbolEvent, MmapEvent};
+    use crate::analyze::{Profile, ProfileOptions};
     use perfdata::Record;
 
     fn mmap(pid: u32) -> Event {
@@ -1076,7 +1077,7 @@ mod tests {
                 merge_threads: true,
                 ..ProfileOptions::default()
             };
-            let p = Profile::build(&f, &opts).unwrap();
+            let p = crate::analyze::build(&f, &opts).unwrap();
             assert_eq!(p.ordered_pass, ordered);
             let mut rows: Vec<(String, String, u64)> = p
                 .rows
@@ -1110,11 +1111,11 @@ mod tests {
             merge_threads: true,
             ..ProfileOptions::default()
         };
-        let p = Profile::build(&f, &opts).unwrap();
+        let p = crate::analyze::build(&f, &opts).unwrap();
         assert!(p.ordered_pass);
         assert_eq!(p.total.samples, 400);
         // In order, the same map takes the flat pass.
-        let p = Profile::build(&synthetic_mapping_at(400, None), &opts).unwrap();
+        let p = crate::analyze::build(&synthetic_mapping_at(400, None), &opts).unwrap();
         assert!(!p.ordered_pass);
     }
 
@@ -1185,7 +1186,7 @@ mod tests {
                     merge_threads: true,
                     ..ProfileOptions::default()
                 };
-                Profile::build(&f, &opts).unwrap()
+                crate::analyze::build(&f, &opts).unwrap()
             };
             let (flat, ordered) = (build(false), build(true));
             assert_eq!(flat.ordered_pass, bpf_in_text);

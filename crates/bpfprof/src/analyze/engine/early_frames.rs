@@ -7,7 +7,7 @@
 //! no batch of records is ready, and the pass after it only finishes the
 //! rest.
 
-use super::profile::Counts;
+use crate::analyze::profile::Counts;
 use crate::symbolize::{CommId, Frame, Loc, Symbolizer};
 
 /// How many locations one step resolves before looking for a batch again.
@@ -26,8 +26,29 @@ pub struct EarlyFrames {
     rows: Vec<Frame>,
 }
 
-/// A location row's key: command, pid, tid, location.
-pub type LocKey = (CommId, u32, u32, Loc);
+/// A location row's key. With threads merged, command, pid and tid are
+/// 0; without [`crate::analyze::ProfileOptions::cpus`], so is the CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LocKey {
+    pub comm: CommId,
+    pub pid: u32,
+    pub tid: u32,
+    pub cpu: u16,
+    pub loc: Loc,
+}
+
+impl LocKey {
+    /// The key of a location with threads merged.
+    pub fn merged(loc: Loc) -> LocKey {
+        LocKey {
+            comm: 0,
+            pid: 0,
+            tid: 0,
+            cpu: 0,
+            loc,
+        }
+    }
+}
 
 impl EarlyFrames {
     /// Resolve up to [`STEP`] more locations whose symbols are loaded;
@@ -52,7 +73,7 @@ impl EarlyFrames {
             left -= 1;
         }
         while left > 0 && self.rows.len() < rows.len() {
-            self.rows.push(one(rows[self.rows.len()].0 .3));
+            self.rows.push(one(rows[self.rows.len()].0.loc));
             left -= 1;
         }
         left < STEP

@@ -24,8 +24,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 
 use super::bpf_hooks::{self, Attach, Role, SiteKey};
-use super::profile::{Counts, Profile};
-use super::table::Filters;
+use super::profile::{Counts, Filters, Profile};
 use crate::symbolize::{BpfSymId, SymId};
 
 /// One program's cost.

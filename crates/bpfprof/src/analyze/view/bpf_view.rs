@@ -7,9 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::bpf_cost::{BpfCost, SplitBy};
-use super::profile::{Counts, Profile};
 use super::table::Filters;
+use crate::analyze::bpf_cost::{BpfCost, SplitBy};
+use crate::analyze::profile::{Counts, Profile};
 
 /// Samples of one program, in parts. Without call chains only `self` is
 /// known and the others are `None`.
@@ -386,7 +386,7 @@ fn counts_ns(event: &str) -> bool {
 
 /// The program's name as bpftool prints it: the main function's BTF
 /// name, else the kernel's (cut to 15 bytes), else the symbol's.
-fn full_name(rec: Option<&super::profile::ProgRecord>, subs: &[SubSummary]) -> String {
+fn full_name(rec: Option<&crate::analyze::profile::ProgRecord>, subs: &[SubSummary]) -> String {
     if let Some(info) = rec.and_then(|r| r.info.as_ref()) {
         // Only the name is wanted: the BTF alone, not the line tables a
         // whole `Program` would build.

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use bpfinfo::xlated::{call_sites, infer_call_base, CallNames, CallSite, KernelNames};
 use bpfinfo::{Insn, Program};
 
-use super::profile::{Counts, Profile};
+use crate::analyze::profile::{Counts, Profile};
 use crate::symbolize::BpfSymId;
 
 /// The recording's symbols as bpftool's kallsyms lookup: the symbol that

@@ -242,10 +242,10 @@ fn sites(s: &BpfSummary, out: &mut dyn Write) -> std::io::Result<()> {
             Some(by) => {
                 let ids: Vec<String> = site.programs.iter().map(u32::to_string).collect();
                 let by = match by {
-                    super::bpf_cost::SplitBy::Alone => "",
-                    super::bpf_cost::SplitBy::RunCount => ", split by run count",
-                    super::bpf_cost::SplitBy::Samples => ", split by their samples",
-                    super::bpf_cost::SplitBy::Evenly => ", split evenly",
+                    crate::analyze::bpf_cost::SplitBy::Alone => "",
+                    crate::analyze::bpf_cost::SplitBy::RunCount => ", split by run count",
+                    crate::analyze::bpf_cost::SplitBy::Samples => ", split by their samples",
+                    crate::analyze::bpf_cost::SplitBy::Evenly => ", split evenly",
                 };
                 format!("program {}{by}", ids.join(", "))
             }

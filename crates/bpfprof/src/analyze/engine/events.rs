@@ -13,8 +13,10 @@ use super::raw_stacks::{RawNode, RawStacks};
 pub enum Event {
     Sample {
         /// Index of the sample's attr in the file.
-        attr: u32,
+        attr: u16,
         misc: u16,
+        /// The CPU, [`NO_CPU`] when the samples do not say.
+        cpu: u16,
         pid: u32,
         tid: u32,
         ip: u64,
@@ -49,6 +51,24 @@ pub enum Event {
     },
     Lost(u64),
     LostSamples(u64),
+}
+
+/// A sample's CPU when its attr does not record one (perf prints -1).
+pub const NO_CPU: u16 = u16::MAX;
+
+// A batch holds 8192 events; a bigger sample event costs the replay of a
+// big recording measurably.
+const _: () = assert!(std::mem::size_of::<Event>() <= 48);
+
+/// An attr index as events keep it: files have a handful of attrs, and
+/// one past `u16` would be counted as an unnamed other event.
+pub fn attr_u16(i: Option<usize>) -> u16 {
+    i.map_or(0, |i| u16::try_from(i).unwrap_or(u16::MAX))
+}
+
+/// A CPU number as events keep it (perf supports at most 4096 CPUs).
+pub fn cpu_u16(cpu: u32) -> u16 {
+    u16::try_from(cpu).unwrap_or(NO_CPU - 1)
 }
 
 /// Rare records are boxed, so the per-sample events stay small.
@@ -149,8 +169,9 @@ pub fn stream(
                     stack = (start as u32, (batch.chains.len() - start) as u32);
                 }
                 Event::Sample {
-                    attr: file.attr_index(s.id).unwrap_or(0) as u32,
+                    attr: attr_u16(file.attr_index(s.id)),
                     misc: r.header.misc,
+                    cpu: cpu_u16(s.cpu),
                     pid: s.pid,
                     tid: s.tid,
                     ip: s.ip,

@@ -14,8 +14,8 @@ use std::cmp::Ordering;
 
 use rustc_hash::FxHashMap;
 
-use super::profile::{Profile, RowKey};
 use super::table::{bpf_prog_of, SortKey};
+use crate::analyze::profile::{Profile, RowKey};
 
 /// Per sort key, the rank of a value in perf's tie order. Equal texts
 /// get equal ranks.
@@ -77,7 +77,7 @@ impl<'a> TieRanks<'a> {
                     progs.dedup();
                     r.bpf = progs.into_iter().zip(0..).collect();
                 }
-                SortKey::Pid => {}
+                SortKey::Pid | SortKey::Tid | SortKey::Cpu | SortKey::Srcline => {}
             }
         }
         r
@@ -96,7 +96,10 @@ impl<'a> TieRanks<'a> {
         for (slot, key) in out.iter_mut().zip(self.keys) {
             *slot = match key {
                 SortKey::Comm => self.comm[k.comm as usize],
-                SortKey::Pid => k.tid,
+                // As signed, as perf compares a pid_t: -1 first.
+                SortKey::Pid | SortKey::Tid => k.tid ^ 0x8000_0000,
+                SortKey::Cpu => u32::from(k.cpu),
+                SortKey::Srcline => 0,
                 SortKey::Dso => self.dso[k.frame.dso as usize],
                 SortKey::Sym => self.sym[k.frame.sym as usize],
                 SortKey::BpfProg => self.bpf[&bpf_prog_of(self.p, k)],

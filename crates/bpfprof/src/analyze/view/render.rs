@@ -9,8 +9,9 @@ use serde::Serialize;
 use super::bpf_render;
 use super::bpf_view::{self, BpfSummary};
 use super::callgraph::{self, CallOrder};
-use super::profile::Profile;
+use super::fields::{self, Column, Count};
 use super::table::{self, bpf_prog_of, Filters, Row, SortKey};
+use crate::analyze::profile::{Counts, Profile};
 
 /// What `bpfprof report` prints.
 #[derive(Debug, Clone)]
@@ -26,6 +27,20 @@ pub struct ReportOptions {
     pub bpf_only: bool,
     /// The short BPF section at the top of the default report.
     pub bpf_summary: bool,
+    /// The table's columns in order (`-F`); `None`: the default ones.
+    pub columns: Option<Vec<Column>>,
+    /// What `-F` and `--sort` order rows by; `None`: heaviest first.
+    pub row_order: Option<Vec<Column>>,
+}
+
+impl ReportOptions {
+    /// The table's columns in order.
+    pub fn columns(&self) -> Vec<Column> {
+        match &self.columns {
+            Some(c) => c.clone(),
+            None => fields::default_columns(self.keys.len(), self.children),
+        }
+    }
 }
 
 /// The `# Samples:` count as perf prints it: perf's `convert_unit`
@@ -154,23 +169,28 @@ pub fn stdio_width(
         return Ok(());
     }
     writeln!(out, "#")?;
-    let rows = table::group(p, &o.keys, &o.filters, o.children);
+    if o.keys.contains(&SortKey::Srcline) {
+        return super::srcline::stdio(p, o, width, out);
+    }
+    let mut rows = table::group(p, &o.keys, &o.filters, o.children);
+    if let Some(order) = &o.row_order {
+        fields::order_rows(p, &o.keys, order, &mut rows);
+    }
     main_table(p, o, &rows, width, out)
 }
 
-/// Column widths that fit `width` characters after the counts: when the
-/// line would not fit, the widest columns are narrowed first, to one cap
-/// (never below a column's header), so short columns stay whole. Returns
-/// the room for the last column's text (None: no width, never cut).
+/// Column widths that fit `width` characters after the counts (`counts`
+/// characters of them): when the line would not fit, the widest columns
+/// are narrowed first, to one cap (never below a column's header), so
+/// short columns stay whole. Returns the room for the last key's text
+/// when it ends the line (None: no width, never cut).
 fn fit_widths(
     keys: &[SortKey],
     widths: &mut [usize],
-    children: bool,
+    counts: usize,
     width: Option<usize>,
 ) -> Option<usize> {
     let width = width?;
-    // The counts: "  {:>7.2}%" per percentage, then "  {:>8}".
-    let counts = if children { 30 } else { 20 };
     let avail = width.saturating_sub(counts);
     let capped = |cap: usize, w: usize, k: &SortKey| w.min(cap.max(k.header().len()));
     let need = |cap: usize| -> usize {
@@ -201,6 +221,24 @@ fn fit_widths(
     Some(avail.saturating_sub(before + 2))
 }
 
+/// The characters the count columns take, separators included.
+fn counts_width(cols: &[Column]) -> usize {
+    cols.iter()
+        .map(|c| match c {
+            Column::Count { width, .. } => width + 2,
+            Column::Key(_) => 0,
+        })
+        .sum()
+}
+
+/// The key that ends the line, if a key does.
+fn last_key(cols: &[Column]) -> Option<usize> {
+    match cols.last() {
+        Some(Column::Key(i)) => Some(*i),
+        _ => None,
+    }
+}
+
 fn main_table(
     p: &Profile,
     o: &ReportOptions,
@@ -219,28 +257,16 @@ fn main_table(
     for part in &parts {
         part.widen(&mut widths);
     }
-    let last_room = fit_widths(&o.keys, &mut widths, o.children, width);
-    let last = o.keys.len().saturating_sub(1);
-    let mut head = String::from("# ");
-    let mut dots = String::from("# ");
-    if o.children {
-        head += "Children      Self";
-        dots += "........  ........";
-    } else {
-        head += "Overhead";
-        dots += "........";
-    }
-    head += "   Samples";
-    dots += "  ........";
-    for (i, k) in o.keys.iter().enumerate() {
-        let w = if i == last {
-            k.header().len()
-        } else {
-            widths[i]
-        };
-        head += &format!("  {:<w$}", k.header());
-        dots += &format!("  {}", ".".repeat(w));
-    }
+    let cols = o.columns();
+    let last_room = fit_widths(&o.keys, &mut widths, counts_width(&cols), width);
+    let layout = Layout {
+        keys: &o.keys,
+        cols: &cols,
+        widths: &widths,
+        last_room,
+        last_key: last_key(&cols),
+    };
+    let (head, dots) = layout.header();
     match width {
         Some(w) => writeln!(out, "{}\n{}\n#", cut(head.trim_end(), w), cut(&dots, w))?,
         None => writeln!(out, "{}\n{}\n#", head.trim_end(), dots)?,
@@ -248,26 +274,19 @@ fn main_table(
     // Only rows at or above the graph's threshold can print a branch; the
     // others print the empty line that ends a graph (every sample has a
     // stack, so a row with samples has one).
-    let graph_min = o.percent_limit.max(0.5);
-    let stacks = o.callgraph.map(|_| {
-        let wanted = visible
-            .iter()
-            .filter(|r| r.counts.samples > 0 && p.percent(&r.counts) >= graph_min)
-            .map(|r| table::group_key(&o.keys, p, &r.key))
-            .collect();
-        callgraph::index(p, &o.keys, &o.filters, &wanted)
-    });
+    let graph_min = o.percent_limit.max(GRAPH_MIN_PERCENT);
+    let stacks = o.callgraph.map(|_| graph_stacks(p, o, &visible, graph_min));
     let (Some(order), Some(stacks)) = (o.callgraph, stacks) else {
         // Without graphs, lines are made on every core.
         // Sized up front: grown by doubling, the text of a big profile was
         // copied over and over.
-        let line_len = Cells::line_len(&widths, o.children);
+        let line_len = layout.line_len();
         let text = crate::parallel::map_parts(&parts, 1, |parts| {
             let rows: usize = parts.iter().map(|p| p.rows.len()).sum();
             let mut text = String::with_capacity(rows * line_len);
             for part in parts {
                 for i in 0..part.rows.len() {
-                    part.push_line(p, i, &widths, last_room, &mut text);
+                    part.push_line(p, i, &layout, &mut text);
                 }
             }
             text
@@ -293,7 +312,7 @@ fn main_table(
     for part in &parts {
         for (i, r) in part.rows.iter().enumerate() {
             line.clear();
-            part.push_line(p, i, &widths, last_room, &mut line);
+            part.push_line(p, i, &layout, &mut line);
             out.write_all(line.as_bytes())?;
             match graphs.get(&table::group_key(&o.keys, p, &r.key)) {
                 Some(text) => out.write_all(text)?,
@@ -303,6 +322,25 @@ fn main_table(
         }
     }
     Ok(())
+}
+
+/// perf's default threshold for a call-graph branch (`-g graph,0.5`).
+const GRAPH_MIN_PERCENT: f64 = 0.5;
+
+/// The stacks of the rows that can show a graph: rows at or above the
+/// graph's threshold (the others could print no branch).
+fn graph_stacks(
+    p: &Profile,
+    o: &ReportOptions,
+    visible: &[&Row],
+    graph_min: f64,
+) -> FxHashMap<table::GroupKey, Vec<(u32, Counts)>> {
+    let wanted = visible
+        .iter()
+        .filter(|r| r.counts.samples > 0 && p.percent(&r.counts) >= graph_min)
+        .map(|r| table::group_key(&o.keys, p, &r.key))
+        .collect();
+    callgraph::index(p, &o.keys, &o.filters, &wanted)
 }
 
 /// Fewer rows than this are printed on one core.
@@ -350,52 +388,94 @@ impl<'a> Cells<'a> {
         }
     }
 
-    /// Row `n`'s line; the last column is not padded.
-    /// The longest line [`Self::push_line`] makes with `widths`, whose
-    /// last is the widest cell of the last column: the counts (two
-    /// percentages with `--children`, else one, and the samples), then
-    /// each cell after two spaces, then the newline.
-    fn line_len(widths: &[usize], children: bool) -> usize {
-        let counts = if children { 30 } else { 20 };
-        counts + widths.iter().map(|w| w + 2).sum::<usize>() + 1
-    }
-
-    /// Cells wider than their column are cut, and the last to
-    /// `last_room`, when the line must fit a terminal (`last_room` set).
-    fn push_line(
-        &self,
-        p: &Profile,
-        n: usize,
-        widths: &[usize],
-        last_room: Option<usize>,
-        line: &mut String,
-    ) {
+    /// Row `n`'s line; the last column is not padded. Cells wider than
+    /// their column are cut, and the last to its room, when the line must
+    /// fit a terminal (`last_room` set).
+    fn push_line(&self, p: &Profile, n: usize, l: &Layout, line: &mut String) {
         use std::fmt::Write as _;
         let r = self.rows[n];
-        if let Some(ch) = r.children {
-            let _ = write!(line, "  {:>7.2}%", p.percent(&ch));
-        }
-        let _ = write!(
-            line,
-            "  {:>7.2}%  {:>8}",
-            p.percent(&r.counts),
-            r.counts.samples
-        );
-        let last = widths.len().saturating_sub(1);
-        for (i, &w) in widths.iter().enumerate() {
-            let whole = self.cell(n * self.keys.len() + i);
-            let c = match last_room {
-                Some(room) => cut(whole, if i == last { room } else { w }),
-                None => whole.into(),
-            };
+        let end = l.cols.len().saturating_sub(1);
+        for (ci, col) in l.cols.iter().enumerate() {
             line.push_str("  ");
-            line.push_str(&c);
-            if i != last {
-                let pad = w.saturating_sub(c.chars().count());
-                line.extend(std::iter::repeat_n(' ', pad));
+            match *col {
+                Column::Count { count, width, .. } => {
+                    let _ = match count {
+                        Count::Children => {
+                            let c = r.children.unwrap_or(r.counts);
+                            write!(line, "{:>w$.2}%", p.percent(&c), w = width - 1)
+                        }
+                        Count::Overhead => {
+                            write!(line, "{:>w$.2}%", p.percent(&r.counts), w = width - 1)
+                        }
+                        Count::Samples => write!(line, "{:>width$}", r.counts.samples),
+                        Count::Period => write!(line, "{:>width$}", r.counts.period),
+                    };
+                }
+                Column::Key(i) => {
+                    let w = l.widths[i];
+                    let whole = self.cell(n * self.keys.len() + i);
+                    let c = match l.last_room {
+                        Some(room) => cut(whole, if l.last_key == Some(i) { room } else { w }),
+                        None => whole.into(),
+                    };
+                    line.push_str(&c);
+                    if ci != end {
+                        let pad = w.saturating_sub(c.chars().count());
+                        line.extend(std::iter::repeat_n(' ', pad));
+                    }
+                }
             }
         }
         line.push('\n');
+    }
+}
+
+/// How the table's lines are laid out.
+struct Layout<'a> {
+    keys: &'a [SortKey],
+    cols: &'a [Column],
+    /// Width of each key's column.
+    widths: &'a [usize],
+    /// Room for the last key's text, when lines must fit a terminal.
+    last_room: Option<usize>,
+    /// The key that ends the line, if one does.
+    last_key: Option<usize>,
+}
+
+impl Layout<'_> {
+    /// The header line and the line of dots under it. The column that
+    /// ends the line is as wide as its header there.
+    fn header(&self) -> (String, String) {
+        let (mut head, mut dots) = (String::from("#"), String::from("#"));
+        let end = self.cols.len().saturating_sub(1);
+        for (ci, col) in self.cols.iter().enumerate() {
+            let sep = if ci == 0 { " " } else { "  " };
+            head.push_str(sep);
+            dots.push_str(sep);
+            match *col {
+                Column::Count { width, header, .. } => {
+                    head += &format!("{header:>width$}");
+                    dots += &".".repeat(width);
+                }
+                Column::Key(i) => {
+                    let h = self.keys_header(i);
+                    let w = if ci == end { h.len() } else { self.widths[i] };
+                    head += &format!("{h:<w$}");
+                    dots += &".".repeat(w);
+                }
+            }
+        }
+        (head, dots)
+    }
+
+    fn keys_header(&self, i: usize) -> &'static str {
+        self.keys[i].header()
+    }
+
+    /// The longest line [`Cells::push_line`] makes: each column after two
+    /// spaces, keys as wide as their widest cell, then the newline.
+    fn line_len(&self) -> usize {
+        counts_width(self.cols) + self.widths.iter().map(|w| w + 2).sum::<usize>() + 1
     }
 }
 
@@ -408,6 +488,12 @@ struct JsonRow {
     comm: Option<String>,
     /// With `--sort pid`: the thread id, which is what perf's pid key is.
     pid: Option<u32>,
+    /// With `--sort tid`: the thread id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tid: Option<u32>,
+    /// With `--sort cpu`: the CPU, -1 when the recording has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpu: Option<i32>,
     dso: Option<String>,
     symbol: Option<String>,
     /// True when all the row's samples are in kernel code, false when
@@ -424,6 +510,10 @@ struct JsonRow {
     bpf_subprog: Option<u32>,
     /// Every sub-program of `bpf_prog_id` the row sums, ascending.
     bpf_subprogs: Option<Vec<u32>>,
+    /// With `-g`: the row's call graph, as the text report draws it (the
+    /// same 0.5% threshold); absent without `-g`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    callgraph: Option<Vec<callgraph::GraphNode>>,
 }
 
 /// What the samples of one output row are: found over the raw rows it
@@ -438,7 +528,7 @@ struct RowFacts {
 }
 
 impl RowFacts {
-    fn add(&mut self, p: &Profile, k: &super::profile::RowKey, samples: u64) {
+    fn add(&mut self, p: &Profile, k: &crate::analyze::profile::RowKey, samples: u64) {
         if table::is_kernel_sym(p, k) {
             self.kernel = true;
             self.kernel_samples += samples;
@@ -485,6 +575,8 @@ struct JsonReport<'a> {
     lost: u64,
     lost_samples: u64,
     sort: &'a [SortKey],
+    /// `callee` or `caller` with `-g`, else null.
+    call_graph: Option<&'static str>,
     warnings: &'a [String],
     rows: Vec<JsonRow>,
     bpf: Option<BpfSummary>,
@@ -500,7 +592,13 @@ pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Res
         serde_json::to_writer_pretty(&mut *out, &view)?;
         return writeln!(out);
     }
-    let rows = table::group(p, &o.keys, &o.filters, o.children);
+    if o.keys.contains(&SortKey::Srcline) {
+        return super::srcline::json(p, o, out);
+    }
+    let mut rows = table::group(p, &o.keys, &o.filters, o.children);
+    if let Some(order) = &o.row_order {
+        fields::order_rows(p, &o.keys, order, &mut rows);
+    }
     let has = |k| o.keys.contains(&k);
     let mut facts: FxHashMap<table::GroupKey, RowFacts> = FxHashMap::default();
     for (k, c) in &p.rows {
@@ -511,9 +609,17 @@ pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Res
                 .add(p, k, c.samples);
         }
     }
-    let json_rows = rows
+    let visible: Vec<&Row> = rows
         .iter()
         .filter(|r| p.percent(&r.children.unwrap_or(r.counts)) >= o.percent_limit)
+        .collect();
+    let graph_min = o.percent_limit.max(GRAPH_MIN_PERCENT);
+    let graphs = o.callgraph.map(|order| {
+        let stacks = graph_stacks(p, o, &visible, graph_min);
+        (order, stacks)
+    });
+    let json_rows = visible
+        .iter()
         .map(|r| {
             let s = &p.sym.syms[r.key.frame.sym as usize];
             let mut row = JsonRow {
@@ -523,6 +629,8 @@ pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Res
                 period: r.counts.period,
                 comm: has(SortKey::Comm).then(|| p.sym.threads.comms[r.key.comm as usize].clone()),
                 pid: has(SortKey::Pid).then_some(r.key.tid),
+                tid: has(SortKey::Tid).then_some(r.key.tid),
+                cpu: has(SortKey::Cpu).then(|| table::cpu_number(r.key.cpu)),
                 dso: has(SortKey::Dso).then(|| p.sym.dsos[r.key.frame.dso as usize].short.clone()),
                 symbol: has(SortKey::Sym).then(|| s.name.clone()),
                 kernel: None,
@@ -530,6 +638,12 @@ pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Res
                 bpf_prog_id: None,
                 bpf_subprog: None,
                 bpf_subprogs: None,
+                callgraph: graphs.as_ref().map(|(order, stacks)| {
+                    match stacks.get(&table::group_key(&o.keys, p, &r.key)) {
+                        Some(s) => callgraph::tree(p, s, *order, graph_min),
+                        None => Vec::new(),
+                    }
+                }),
             };
             match facts.get(&table::group_key(&o.keys, p, &r.key)) {
                 Some(f) => f.fill(&mut row),
@@ -551,6 +665,10 @@ pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Res
         lost: p.lost,
         lost_samples: p.lost_samples,
         sort: &o.keys,
+        call_graph: o.callgraph.map(|c| match c {
+            CallOrder::Callee => "callee",
+            CallOrder::Caller => "caller",
+        }),
         warnings: &p.warnings,
         rows: json_rows,
         bpf: bpf_view::summarize(p, &o.filters),
@@ -584,19 +702,19 @@ mod tests {
         let keys = [SortKey::Dso, SortKey::Sym];
         // 20 for the counts, then "  dso" and "  symbol".
         let mut w = [17, 400];
-        let room = fit_widths(&keys, &mut w, false, Some(100));
+        let room = fit_widths(&keys, &mut w, 20, Some(100));
         assert_eq!(w[0], 17, "the short column stays whole");
         assert_eq!(room, Some(100 - 20 - 19 - 2));
         let mut w = [400, 17];
-        let room = fit_widths(&keys, &mut w, false, Some(60));
+        let room = fit_widths(&keys, &mut w, 20, Some(60));
         assert_eq!(w, [19, 17]);
         assert_eq!(room, Some(17));
         // Never below a header.
         let mut w = [400, 400];
-        fit_widths(&keys, &mut w, false, Some(10));
+        fit_widths(&keys, &mut w, 20, Some(10));
         assert_eq!(w, ["Shared Object".len(), "Symbol".len()]);
         let mut w = [400, 400];
-        assert_eq!(fit_widths(&keys, &mut w, false, None), None);
+        assert_eq!(fit_widths(&keys, &mut w, 20, None), None);
         assert_eq!(w, [400, 400], "no width: nothing cut");
         assert_eq!(cut("abcdef", 4), "abc…");
         assert_eq!(cut("abcd", 4), "abcd");

@@ -9,7 +9,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::profile::Counts;
+use crate::analyze::profile::Counts;
 
 /// When each thing a resolution depends on last changed. A sample's
 /// command and location depend on its process's COMM, FORK and MMAP

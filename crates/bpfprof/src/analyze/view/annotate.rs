@@ -13,7 +13,7 @@ use perfdata::array;
 use serde::Serialize;
 
 use super::annotate_calls as calls;
-use super::profile::{Counts, Profile};
+use crate::analyze::profile::{Counts, Profile};
 use crate::symbolize::{BpfSymId, DsoKind, SymId};
 
 /// A BPF sub-program's identity in an annotation.

@@ -16,7 +16,7 @@ use perfdata::{record_type as rt, PerfFile};
 use rustc_hash::FxHashMap;
 
 use super::events::{side_event, Event};
-use super::profile::Counts;
+use crate::analyze::profile::Counts;
 
 /// How many records from the start the kernel's map is looked for in:
 /// perf and bpfprof write it among the first.

@@ -1,0 +1,197 @@
+//! Counts by location turned into the model's rows and stacks, once every
+//! symbol source is loaded.
+
+use super::early_frames::{EarlyFrames, LocKey};
+use super::{Counted, Engine};
+use crate::analyze::profile::{RowKey, SampleAt, Stacks};
+use crate::symbolize::{DsoId, Frame, Loc};
+
+impl Engine {
+    /// Resolve what is counted into the profile's rows, stacks, chains and
+    /// BPF cost, replacing what an earlier call left there.
+    pub(super) fn resolve(&mut self) {
+        let Engine {
+            p,
+            opts,
+            kallsyms_path,
+            counted,
+            ..
+        } = self;
+        // Counts the memo still holds belong to their rows now.
+        let Counted {
+            rows,
+            loc_nodes,
+            loc_chains,
+            bpf_offsets,
+            early,
+            samples,
+            row_cache,
+            ..
+        } = counted;
+        for (r, c) in row_cache.drain() {
+            rows.rows[r as usize].1.merge(c);
+        }
+        let loc_rows = &rows.rows;
+        p.sym.finish_loading();
+        if p.sym.kallsyms.restricted {
+            let w = format!(
+                "{}: kernel addresses are hidden (kptr_restrict): kernel symbols show as addresses; run as root or set kernel.kptr_restrict=0",
+                kallsyms_path.display()
+            );
+            if !p.warnings.contains(&w) {
+                p.warnings.push(w);
+            }
+        }
+        // In address order, so that the symbol tables are walked forward
+        // rather than probed at random.
+        let mut order: Vec<(Loc, u32)> = loc_rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.0.loc, i as u32))
+            .collect();
+        sort_mostly_sorted(&mut order);
+        p.rows.clear();
+        p.ip_hits.clear();
+        p.rows.reserve(order.len());
+        let mut last: Option<(Loc, Frame)> = None;
+        // Each location row's key, by row: chains refer to rows (a flat
+        // profile has none, and needs no keys).
+        let mut row_keys: Vec<Option<RowKey>> = match loc_chains.is_empty() && !opts.samples {
+            true => Vec::new(),
+            false => vec![None; loc_rows.len()],
+        };
+        // The user functions of the rows resolved below, looked up first
+        // on every core: the lookups only read.
+        let users = match opts.callchains {
+            true => Vec::new(),
+            false => users_to_resolve(&order, early),
+        };
+        let frames = p.sym.resolve_users(&users);
+        // Taken by location, so that a row the lookups skipped is resolved
+        // here rather than handed another row's frame.
+        let mut user_frames = users.iter().zip(frames).peekable();
+        for &(loc, r) in &order {
+            let (
+                LocKey {
+                    comm,
+                    pid,
+                    tid,
+                    cpu,
+                    ..
+                },
+                c,
+            ) = loc_rows[r as usize];
+            let frame = match (early.row(r as usize), last) {
+                (Some(f), _) => f,
+                (None, Some((l, f))) if l == loc => f,
+                // Stacks ask again for the locations they hold.
+                _ if opts.callchains => p.sym.frame(loc),
+                _ => match loc {
+                    Loc::User(dso, rel) => match user_frames.next_if(|(&u, _)| u == (dso, rel)) {
+                        Some((_, f)) => f,
+                        None => p.sym.resolve(loc),
+                    },
+                    _ => p.sym.resolve(loc),
+                },
+            };
+            last = Some((loc, frame));
+            let key = RowKey {
+                comm,
+                pid,
+                tid,
+                cpu,
+                frame,
+            };
+            if let Some(k) = row_keys.get_mut(r as usize) {
+                *k = Some(key);
+            }
+            p.rows.push((key, c));
+            if opts.ip_hits {
+                let addr = match loc {
+                    Loc::Kernel(a) => Some(a),
+                    Loc::User(dso, rel) => Some(
+                        p.sym
+                            .elf(dso)
+                            .and_then(|e| e.offset_to_vaddr(rel))
+                            .unwrap_or(rel),
+                    ),
+                    _ => None,
+                };
+                if let Some(a) = addr {
+                    let h = p.ip_hits.entry((frame.sym, a)).or_default();
+                    h.samples += c.samples;
+                    h.period += c.period;
+                }
+            }
+        }
+        // The frame stacks mirror the location stacks node for node, so
+        // that nothing is interned again; readers merge frames as they go.
+        p.stacks = Stacks {
+            nodes: loc_nodes
+                .iter()
+                .enumerate()
+                .map(|(i, &(parent, loc))| {
+                    let frame = early.node(i).unwrap_or_else(|| p.sym.frame(loc));
+                    (parent, frame)
+                })
+                .collect(),
+        };
+        if opts.samples {
+            p.stack_locs = loc_nodes.iter().map(|n| n.1).collect();
+            p.samples = samples
+                .iter()
+                .filter_map(|&(row, node)| {
+                    Some(SampleAt {
+                        key: row_keys[row as usize]?,
+                        loc: loc_rows[row as usize].0.loc,
+                        node,
+                    })
+                })
+                .collect();
+        }
+        p.chains = loc_chains
+            .iter()
+            .filter_map(|(&(row, node), &c)| Some(((row_keys[row as usize]?, node), c)))
+            .collect();
+        let mut first_of: rustc_hash::FxHashMap<&str, u32> = Default::default();
+        p.dso_groups = (0..p.sym.dsos.len() as u32)
+            .map(|d| *first_of.entry(&p.sym.dsos[d as usize].short).or_insert(d))
+            .collect();
+        if p.first_time == u64::MAX {
+            p.first_time = 0;
+        }
+        p.bpf_offsets = bpf_offsets.clone();
+        if opts.callchains {
+            let cost = crate::analyze::bpf_cost::BpfCost::compute(p, None);
+            p.bpf_calls = cost.calls.clone();
+            p.bpf_cost = Some(cost);
+        }
+    }
+}
+
+/// Sort rows by location. The flat pass leaves them mostly in order, and
+/// a stable sort merges the runs it finds where the unstable one would
+/// start over; other passes leave them in no order, which the unstable
+/// one sorts faster.
+fn sort_mostly_sorted(order: &mut [(Loc, u32)]) {
+    let run = order.windows(2).take_while(|w| w[0] <= w[1]).count() + 1;
+    match run >= order.len() / 2 {
+        true => order.sort(),
+        false => order.sort_unstable(),
+    }
+}
+
+/// The user locations that `resolve` resolves, in its order: those of
+/// rows with no early frame, each once per run of equal locations.
+fn users_to_resolve(order: &[(Loc, u32)], early: &EarlyFrames) -> Vec<(DsoId, u64)> {
+    let mut prev = None;
+    let fresh = |&(loc, r): &(Loc, u32)| {
+        let fresh = early.row(r as usize).is_none() && prev != Some(loc);
+        prev = Some(loc);
+        match loc {
+            Loc::User(dso, rel) if fresh => Some((dso, rel)),
+            _ => None,
+        }
+    };
+    order.iter().filter_map(fresh).collect()
+}
