@@ -396,7 +396,7 @@ fn assert_prog_in_stream(ours: &[Ours], p: &BpfProg, synthesized: bool) {
 
 #[test]
 fn system_wide_with_callchains() {
-    if !can_run_perf("system_wide_with_callchains") {
+    if !can_run_perf() {
         return;
     }
     let prog = held_prog("pdt_sysw");
@@ -434,7 +434,7 @@ fn record_busy_shell(out: &std::path::Path, extra: &[&str]) {
 
 #[test]
 fn command_without_callchains() {
-    if !can_run_perf("command_without_callchains") {
+    if !can_run_perf() {
         return;
     }
     let dir = TempDir::new("cmd");
@@ -448,7 +448,7 @@ fn command_without_callchains() {
 
 #[test]
 fn compressed_with_callchains() {
-    if !can_run_perf("compressed_with_callchains") {
+    if !can_run_perf() {
         return;
     }
     let dir = TempDir::new("z");
@@ -468,7 +468,7 @@ fn compressed_with_callchains() {
 
 #[test]
 fn bpf_program_loaded_during_the_record() {
-    if !can_run_perf("bpf_program_loaded_during_the_record") {
+    if !can_run_perf() {
         return;
     }
     let dir = TempDir::new("live");
@@ -585,7 +585,7 @@ fn no_header_lines(s: &str) -> String {
 
 #[test]
 fn round_trip_through_the_writer() {
-    if !can_run_perf("round_trip_through_the_writer") {
+    if !can_run_perf() {
         return;
     }
     let _prog = held_prog("pdt_round");
@@ -653,7 +653,7 @@ fn round_trip_through_the_writer() {
 
 #[test]
 fn checkpoint_without_finish_is_readable_up_to_the_checkpoint() {
-    if !can_run_perf("checkpoint_without_finish_is_readable_up_to_the_checkpoint") {
+    if !can_run_perf() {
         return;
     }
     let dir = TempDir::new("ckpt");

@@ -20,7 +20,7 @@ pub mod built;
 /// Whether a test that needs root and Linux perf can run. When it cannot,
 /// testkit's gate prints why and the test returns early -- except with `CI`
 /// set, where a missing prerequisite is a failure.
-pub fn can_run_perf(test: &str) -> bool {
+pub fn can_run_perf() -> bool {
     let mut missing = Vec::new();
     if !testkit::is_root() {
         missing.push("root".to_string());
@@ -32,7 +32,7 @@ pub fn can_run_perf(test: &str) -> bool {
     }
     testkit::require(
         missing.is_empty(),
-        &format!("{test}: needs {}", missing.join(" and ")),
+        &format!("needs {}", missing.join(" and ")),
     )
 }
 
