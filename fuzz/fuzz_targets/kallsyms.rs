@@ -1,6 +1,7 @@
-//! /proc/kallsyms text, as both readers parse it (bpfinfo's symbol table
-//! and record's `[bpf]`/_text scan): any text parses without a panic, and
-//! every symbol found is found again by its own address.
+//! /proc/kallsyms text, as the three readers parse it (bpfinfo's symbol
+//! table, record's `[bpf]`/_text scan, and the report's symbolizer table):
+//! any text parses without a panic, every symbol found is found again by
+//! its own address, and a lookup's range holds the address looked up.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
@@ -33,4 +34,19 @@ fuzz_target!(|data: &[u8]| {
         let _ = b.bpf_name_at(a);
     }
     let _ = b.images(4096);
+
+    let r = bpfprof::symbolize::kallsyms::Kallsyms::parse(data);
+    for &a in &probes {
+        if let Some((sym, end)) = r.lookup_range(a) {
+            // The last symbol's range ends at u64::MAX, which it includes.
+            let inside = sym.start <= a && (a < end || end == u64::MAX);
+            assert!(inside, "{a:#x} outside [{:#x}, {end:#x})", sym.start);
+            let start = sym.start;
+            assert_eq!(r.lookup(start).map(|s| s.start), Some(start));
+        }
+        if let Some(next) = r.next_after(a) {
+            assert!(next > a, "next_after({a:#x}) = {next:#x}");
+        }
+    }
+    let _ = r.encode();
 });

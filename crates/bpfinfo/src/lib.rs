@@ -35,7 +35,7 @@
 //! # }
 //! ```
 
-#![deny(missing_docs)]
+#![warn(missing_docs)]
 
 pub mod btf;
 pub mod disasm;

@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -29,21 +28,6 @@ impl Drop for Pin {
     }
 }
 
-/// /proc/kallsyms as address → names (several names may share one).
-fn kallsyms_oracle() -> HashMap<u64, Vec<String>> {
-    let text = std::fs::read_to_string("/proc/kallsyms").expect("read /proc/kallsyms");
-    let mut m: HashMap<u64, Vec<String>> = HashMap::new();
-    for l in text.lines() {
-        let t: Vec<&str> = l.split_whitespace().collect();
-        if let (Some(a), Some(name)) = (t.first(), t.get(2)) {
-            if let Ok(a) = u64::from_str_radix(a, 16) {
-                m.entry(a).or_default().push(name.to_string());
-            }
-        }
-    }
-    m
-}
-
 /// The name bpftool gives the call on a `N: (85) call ...` line: after
 /// `#` for a bpf-to-bpf call (`call pc+38#bpf_prog_<tag>_f`), before it
 /// for helpers and kfuncs (`call htab_map_update_elem#356208`).
@@ -56,18 +40,7 @@ fn bpftool_call_name(text: &str) -> Option<String> {
 /// Load the fixture; returns the pin (keeping it loaded) and its id.
 fn load(bpftool: &Path, clang: &Path, dir: &Path) -> (Pin, u32) {
     let obj = dir.join("map_calls.bpf.o");
-    let arch = std::env::consts::ARCH;
-    common::run(Command::new(clang).args([
-        "-target",
-        "bpf",
-        "-O2",
-        "-g",
-        &format!("-I/usr/include/{arch}-linux-gnu"),
-        "-c",
-        FIXTURE,
-        "-o",
-        obj.to_str().unwrap(),
-    ]));
+    common::run(&mut testkit::clang_bpf(clang, Path::new(FIXTURE), &obj));
     let pin = Pin(PathBuf::from(format!(
         "/sys/fs/bpf/bpfprof_calls_{}",
         std::process::id()
@@ -99,15 +72,11 @@ fn load(bpftool: &Path, clang: &Path, dir: &Path) -> (Pin, u32) {
 #[test]
 fn calls_are_named_as_objdump_kallsyms_and_bpftool_see_them() {
     require!(common::is_root(), "needs root for bpf(2) and bpffs");
-    let clang = common::tool("clang");
-    require!(
-        clang.is_some(),
-        "clang not installed (apt-get install clang libbpf-dev)"
-    );
-    require!(
-        Path::new("/usr/include/bpf/bpf_helpers.h").exists(),
-        "libbpf headers not installed (apt-get install libbpf-dev)"
-    );
+    let clang = testkit::clang_for_bpf();
+    if let Err(why) = clang {
+        common::unavailable(why);
+        return;
+    }
     let bpftool = common::tool("bpftool");
     require!(
         bpftool.is_some(),
@@ -127,25 +96,15 @@ fn calls_are_named_as_objdump_kallsyms_and_bpftool_see_them() {
     let (pin, id) = load(&bpftool, &clang, &dir.0);
     let live = sys::fetch_prog(id, Capture::Full).expect("fetch");
     let prog = Program::new(live.info, live.btf.as_deref());
-    let ksyms = kallsyms_oracle();
+    let ksyms = testkit::kallsyms_by_address();
 
     // JIT: our call targets are objdump's, and each is where a kernel
     // symbol starts.
     let mut jit_targets: Vec<Vec<u64>> = Vec::new();
     for s in prog.subprogs() {
         let code = prog.jited_bytes(s.index).expect("JIT bytes");
-        let file = dir.0.join(format!("sub{}.bin", s.index));
-        std::fs::write(&file, code).unwrap();
-        let out = common::run(Command::new(&objdump).args([
-            "-D",
-            "-b",
-            "binary",
-            "-m",
-            "i386:x86-64",
-            &format!("--adjust-vma={:#x}", s.addr),
-            file.to_str().unwrap(),
-        ]));
-        let theirs: Vec<u64> = common::parse_objdump(&out, s.addr)
+        let listing = testkit::objdump_x86_64(&objdump, code, s.addr);
+        let theirs: Vec<u64> = listing
             .iter()
             .filter_map(|i| {
                 let t = i.text.strip_prefix("call")?.trim_start();
@@ -158,7 +117,7 @@ fn calls_are_named_as_objdump_kallsyms_and_bpftool_see_them() {
             .collect();
         assert_eq!(
             ours, theirs,
-            "sub {} call targets vs objdump:\n{out}",
+            "sub {} call targets vs objdump:\n{listing:#?}",
             s.index
         );
         for t in &ours {
@@ -175,13 +134,9 @@ fn calls_are_named_as_objdump_kallsyms_and_bpftool_see_them() {
     let k = Kallsyms::load().unwrap();
     let theirs =
         common::run(Command::new(&bpftool).args(["prog", "dump", "xlated", "id", &id.to_string()]));
-    let their_calls: Vec<(u32, String)> = theirs
-        .lines()
-        .filter(|l| l.contains(") call "))
-        .map(|l| {
-            let (i, text) = l.trim_start().split_once(": ").unwrap();
-            (i.parse().unwrap(), text.to_string())
-        })
+    let their_calls: Vec<(u32, String)> = testkit::bpftool_xlated_calls(&theirs)
+        .into_iter()
+        .map(|(i, text)| (i as u32, text))
         .collect();
     let our_calls: Vec<(u32, String)> = bpfinfo::format_program(&prog, Some(&k))
         .into_iter()

@@ -24,21 +24,6 @@ impl Drop for Pin {
     }
 }
 
-fn compile(clang: &Path, out: &Path) {
-    let arch = std::env::consts::ARCH;
-    common::run(Command::new(clang).args([
-        "-target",
-        "bpf",
-        "-O2",
-        "-g",
-        &format!("-I/usr/include/{arch}-linux-gnu"),
-        "-c",
-        FIXTURE,
-        "-o",
-        out.to_str().unwrap(),
-    ]));
-}
-
 /// The `"id"` of `bpftool -j prog show` output.
 fn json_id(json: &str) -> u32 {
     let at = json.find("\"id\":").expect("an id field") + 5;
@@ -76,15 +61,11 @@ fn packet(ethertype: u16, proto: u8, sport: u16, dport: u16) -> Vec<u8> {
 #[test]
 fn clang_program_reads_back_like_bpftool() {
     require!(common::is_root(), "needs root for bpf(2) and bpffs");
-    let clang = common::tool("clang");
-    require!(
-        clang.is_some(),
-        "clang not installed (apt-get install clang libbpf-dev)"
-    );
-    require!(
-        Path::new("/usr/include/bpf/bpf_helpers.h").exists(),
-        "libbpf headers not installed (apt-get install libbpf-dev)"
-    );
+    let clang = testkit::clang_for_bpf();
+    if let Err(why) = clang {
+        common::unavailable(why);
+        return;
+    }
     let bpftool = common::tool("bpftool");
     require!(
         bpftool.is_some(),
@@ -94,7 +75,7 @@ fn clang_program_reads_back_like_bpftool() {
 
     let dir = common::TempDir::new("clang");
     let obj = dir.0.join("packet_parser.bpf.o");
-    compile(&clang, &obj);
+    common::run(&mut testkit::clang_bpf(&clang, Path::new(FIXTURE), &obj));
     let pin = Pin(PathBuf::from(format!(
         "/sys/fs/bpf/bpfprof_test_{}",
         std::process::id()

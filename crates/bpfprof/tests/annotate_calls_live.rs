@@ -23,21 +23,6 @@ const FIXTURE: &str = concat!(
     "/../bpfinfo/tests/fixtures/map_calls.bpf.c"
 );
 
-/// /proc/kallsyms as address → names (several names may share one).
-fn kallsyms() -> HashMap<u64, Vec<String>> {
-    let text = std::fs::read_to_string("/proc/kallsyms").expect("read /proc/kallsyms");
-    let mut m: HashMap<u64, Vec<String>> = HashMap::new();
-    for l in text.lines() {
-        let t: Vec<&str> = l.split_whitespace().collect();
-        if let (Some(a), Some(name)) = (t.first(), t.get(2)) {
-            if let Ok(a) = u64::from_str_radix(a, 16) {
-                m.entry(a).or_default().push(name.to_string());
-            }
-        }
-    }
-    m
-}
-
 /// The absolute target of an AT&T `call 0x...` text.
 fn call_addr(text: &str) -> Option<u64> {
     let t = text.strip_prefix("call ")?.trim();
@@ -46,14 +31,13 @@ fn call_addr(text: &str) -> Option<u64> {
 
 /// `bpftool prog dump xlated id ID`'s call instructions: (index, text).
 fn bpftool_calls(bpftool: &Path, id: u32) -> Vec<(u64, String)> {
-    support::stdout(Command::new(bpftool).args(["prog", "dump", "xlated", "id", &id.to_string()]))
-        .lines()
-        .filter(|l| l.contains(") call "))
-        .map(|l| {
-            let (i, text) = l.trim_start().split_once(": ").unwrap();
-            (i.parse().unwrap(), text.to_string())
-        })
-        .collect()
+    testkit::bpftool_xlated_calls(&support::stdout(Command::new(bpftool).args([
+        "prog",
+        "dump",
+        "xlated",
+        "id",
+        &id.to_string(),
+    ])))
 }
 
 /// Removes the bpffs pin (which unloads the program) when dropped.
@@ -85,16 +69,7 @@ fn bpf_show_names_calls_as_kallsyms_and_bpftool_do() {
     }
     let dir = support::tempdir();
     let obj = support::path(&dir, "map_calls.bpf.o");
-    support::run(
-        Command::new(clang)
-            .args(["-target", "bpf", "-O2", "-g"])
-            .arg(format!(
-                "-I/usr/include/{}-linux-gnu",
-                std::env::consts::ARCH
-            ))
-            .args(["-c", FIXTURE, "-o"])
-            .arg(&obj),
-    );
+    support::run(&mut testkit::clang_bpf(&clang, Path::new(FIXTURE), &obj));
     let pin = Pin(PathBuf::from(format!(
         "/sys/fs/bpf/bpfprof_annotate_calls_{}",
         std::process::id()
@@ -113,7 +88,7 @@ fn bpf_show_names_calls_as_kallsyms_and_bpftool_do() {
     .unwrap();
     let id = shown["id"].as_u64().expect("bpftool shows the id") as u32;
     let live = sys::fetch_prog(id, Capture::Full).expect("fetch the program");
-    let ksyms = kallsyms();
+    let ksyms = testkit::kallsyms_by_address();
 
     // --jited: every call is named, by kallsyms's name at its target; a
     // sub-program (kallsyms: bpf_prog_<tag>_<func>) by its function name.
@@ -162,14 +137,7 @@ fn bpf_show_names_calls_as_kallsyms_and_bpftool_do() {
     // --xlated: the call lines are bpftool's.
     let out =
         support::stdout(support::bpfprof().args(["bpf", "show", &id.to_string(), "--xlated"]));
-    let ours: Vec<(u64, String)> = out
-        .lines()
-        .filter(|l| l.contains(") call "))
-        .map(|l| {
-            let (i, text) = l.trim_start().split_once(": ").unwrap();
-            (i.parse().unwrap(), text.to_string())
-        })
-        .collect();
+    let ours = testkit::bpftool_xlated_calls(&out);
     assert_eq!(ours, xl);
     drop(pin);
 }
@@ -230,7 +198,7 @@ fn record(bpftool: &Path) -> Recording {
     };
     let live = sys::fetch_prog(id, Capture::Full).expect("fetch bpftrace's program");
     let bpftool_calls = bpftool_calls(bpftool, id);
-    let kallsyms = kallsyms();
+    let kallsyms = testkit::kallsyms_by_address();
 
     let data = dir.join("calls.data");
     record_while_calling_getpid(&data);
@@ -487,16 +455,7 @@ fn record_c(clang: &Path, bpftool: &Path) -> Recording {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let obj = dir.join("map_calls.bpf.o");
-    support::run(
-        Command::new(clang)
-            .args(["-target", "bpf", "-O2", "-g", "-DPERF_LOADER"])
-            .arg(format!(
-                "-I/usr/include/{}-linux-gnu",
-                std::env::consts::ARCH
-            ))
-            .args(["-c", FIXTURE, "-o"])
-            .arg(&obj),
-    );
+    support::run(testkit::clang_bpf(clang, Path::new(FIXTURE), &obj).arg("-DPERF_LOADER"));
     let before: BTreeSet<u32> = sys::prog_ids().filter_map(Result::ok).collect();
     let loader = Loader(
         Command::new("perf")
@@ -526,7 +485,7 @@ fn record_c(clang: &Path, bpftool: &Path) -> Recording {
     };
     let live = sys::fetch_prog(id, Capture::Full).expect("fetch the fixture");
     let bpftool_calls = bpftool_calls(bpftool, id);
-    let kallsyms = kallsyms();
+    let kallsyms = testkit::kallsyms_by_address();
     let data = dir.join("calls.data");
     record_while_calling_getpid(&data);
     drop(loader);

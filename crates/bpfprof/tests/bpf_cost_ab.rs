@@ -114,15 +114,9 @@ fn build() -> Tools {
     let obj = |def: &str, name: &str| {
         let o = support::path(&dir, name);
         support::run(
-            Command::new("clang")
-                .args(["-target", "bpf", "-O2", "-g"])
-                .arg(format!("-I/usr/include/{arch}-linux-gnu"))
+            testkit::clang_bpf(Path::new("clang"), &fixture("cost_hash.bpf.c"), &o)
                 .arg(format!("-D{def}"))
-                .arg(format!("-DGETPPID_NR={getppid_nr}"))
-                .arg("-c")
-                .arg(fixture("cost_hash.bpf.c"))
-                .arg("-o")
-                .arg(&o),
+                .arg(format!("-DGETPPID_NR={getppid_nr}")),
         );
         o
     };

@@ -5,7 +5,10 @@
 use crate::cursor::Cursor;
 use crate::error::{Error, Result};
 
-/// Bits of `perf_event_attr.sample_type`.
+/// Bits of `perf_event_attr.sample_type`: `PERF_SAMPLE_<NAME>` of
+/// include/uapi/linux/perf_event.h, which documents each (what a sample
+/// carries, in this order).
+#[allow(missing_docs)]
 pub mod sample_type {
     pub const IP: u64 = 1 << 0;
     pub const TID: u64 = 1 << 1;
@@ -26,7 +29,10 @@ pub mod sample_type {
     pub const IDENTIFIER: u64 = 1 << 16;
 }
 
-/// Bits of the flags word at offset 40 of `perf_event_attr`.
+/// Bits of the flags word at offset 40 of `perf_event_attr`: its bitfields
+/// (`disabled`, `inherit`, ... `build_id`) in include/uapi/linux/perf_event.h,
+/// by bit number; the gaps are bits nothing here reads or sets.
+#[allow(missing_docs)]
 pub mod flags {
     pub const DISABLED: u64 = 1 << 0;
     pub const INHERIT: u64 = 1 << 1;
@@ -57,7 +63,9 @@ pub mod flags {
     pub const BUILD_ID: u64 = 1 << 34;
 }
 
-/// Bits of `perf_event_attr.read_format`.
+/// Bits of `perf_event_attr.read_format`: `PERF_FORMAT_<NAME>` of
+/// include/uapi/linux/perf_event.h.
+#[allow(missing_docs)]
 pub mod read_format {
     pub const TOTAL_TIME_ENABLED: u64 = 1 << 0;
     pub const TOTAL_TIME_RUNNING: u64 = 1 << 1;
@@ -66,14 +74,17 @@ pub mod read_format {
     pub const LOST: u64 = 1 << 4;
 }
 
-/// `perf_event_attr.type`.
+/// `perf_event_attr.type`: `PERF_TYPE_<NAME>` (the ones the workspace uses).
+#[allow(missing_docs)]
 pub mod event_type {
     pub const HARDWARE: u32 = 0;
     pub const SOFTWARE: u32 = 1;
     pub const TRACEPOINT: u32 = 2;
 }
 
-/// `PERF_COUNT_SW_*` configs for [`event_type::SOFTWARE`].
+/// `PERF_COUNT_SW_*` configs for [`event_type::SOFTWARE`] (the ones the
+/// workspace uses).
+#[allow(missing_docs)]
 pub mod sw {
     pub const CPU_CLOCK: u64 = 0;
     pub const TASK_CLOCK: u64 = 1;
@@ -88,36 +99,56 @@ pub const ATTR_SIZE: u32 = 128;
 /// `struct perf_event_attr`, every field through `sig_data`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct EventAttr {
+    /// `type`: [`event_type`], or a PMU's type from sysfs.
     pub type_: u32,
     /// `size` as read; ignored when encoding ([`ATTR_SIZE`] is written).
     pub size: u32,
+    /// Which event of the type: a `PERF_COUNT_*` number, or a tracepoint id.
     pub config: u64,
     /// `sample_period`, or `sample_freq` when [`flags::FREQ`] is set.
     pub sample_period: u64,
+    /// What each sample carries: [`sample_type`] bits.
     pub sample_type: u64,
+    /// What a read(2) of the event returns: [`read_format`] bits.
     pub read_format: u64,
+    /// The bitfield word: [`flags`] bits.
     pub flags: u64,
     /// `wakeup_events`, or `wakeup_watermark` with [`flags::WATERMARK`].
     pub wakeup: u32,
+    /// Breakpoint type (`HW_BREAKPOINT_*`); zero for other events.
     pub bp_type: u32,
+    /// Extra config (`bp_addr`, `kprobe_func`, `config1` of a PMU).
     pub config1: u64,
+    /// More config (`bp_len`, `kprobe_addr`, `config2` of a PMU).
     pub config2: u64,
+    /// `PERF_SAMPLE_BRANCH_*` bits, for [`sample_type::BRANCH_STACK`].
     pub branch_sample_type: u64,
+    /// The user registers a sample carries, for [`sample_type::REGS_USER`].
     pub sample_regs_user: u64,
+    /// Bytes of user stack a sample carries, for [`sample_type::STACK_USER`].
     pub sample_stack_user: u32,
+    /// The clock of sample times with [`flags::USE_CLOCKID`].
     pub clockid: i32,
+    /// The registers at the interrupt a sample carries (`REGS_INTR`).
     pub sample_regs_intr: u64,
+    /// AUX area wakeup watermark.
     pub aux_watermark: u32,
+    /// Deepest callchain wanted; zero is the kernel's default.
     pub sample_max_stack: u16,
+    /// Bytes of AUX data a sample carries (`PERF_SAMPLE_AUX`).
     pub aux_sample_size: u32,
+    /// User data in the `siginfo` of a synchronous signal (`sigtrap`).
     pub sig_data: u64,
 }
 
 impl EventAttr {
+    /// Whether one of the [`flags`] bits is set.
     pub fn has(&self, flag: u64) -> bool {
         self.flags & flag != 0
     }
 
+    /// Whether non-sample records carry a `sample_id` trailer (pid, time,
+    /// ...), which is what lets them be ordered with the samples.
     pub fn sample_id_all(&self) -> bool {
         self.has(flags::SAMPLE_ID_ALL)
     }
@@ -232,8 +263,11 @@ impl EventAttr {
 /// event's name (from EVENT_DESC when present).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttrEntry {
+    /// How the event was opened.
     pub attr: EventAttr,
+    /// The ids its records carry (`sample_type::ID`/`IDENTIFIER`).
     pub ids: Vec<u64>,
+    /// The event's name: EVENT_DESC's, or [`EventAttr::default_name`].
     pub name: String,
 }
 

@@ -12,6 +12,7 @@ pub struct Attrs {
 }
 
 impl Attrs {
+    /// Index `entries` by their ids.
     pub fn new(entries: Vec<AttrEntry>) -> Attrs {
         let mut by_id: Vec<(u64, usize)> = entries
             .iter()
@@ -22,6 +23,7 @@ impl Attrs {
         Attrs { entries, by_id }
     }
 
+    /// The attrs, in the file's order.
     pub fn entries(&self) -> &[AttrEntry] {
         &self.entries
     }

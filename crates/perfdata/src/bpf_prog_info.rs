@@ -13,7 +13,10 @@ use crate::error::{Error, Result};
 /// `info_len`. perf rejects entries whose `info_len` exceeds its own struct.
 pub const BPF_PROG_INFO_SIZE: usize = 232;
 
-/// Bits of `perf_bpil.arrays`, in the order the arrays are packed.
+/// Bits of `perf_bpil.arrays`, in the order the arrays are packed: perf's
+/// `PERF_BPIL_<NAME>` (tools/perf/util/bpf-utils.h), each the array of
+/// `bpf_prog_info` of that name; `COUNT` is how many there are.
+#[allow(missing_docs)]
 pub mod array {
     pub const JITED_INSNS: u32 = 0;
     pub const XLATED_INSNS: u32 = 1;
@@ -36,6 +39,7 @@ pub(crate) type Tail<'a> = (&'a [u8], u64);
 pub struct FuncInfo {
     /// Index of the first xlated instruction of the function.
     pub insn_off: u32,
+    /// The BTF FUNC type, which names the function.
     pub type_id: u32,
 }
 
@@ -43,16 +47,22 @@ pub struct FuncInfo {
 /// line. Both offsets index the BTF string section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LineInfo {
+    /// Index of the first xlated instruction of the line.
     pub insn_off: u32,
+    /// The source file's name.
     pub file_name_off: u32,
+    /// The source line's text.
     pub line_off: u32,
+    /// Line number and column packed (see [`LineInfo::line`]).
     pub line_col: u32,
 }
 
 impl LineInfo {
+    /// The line number (the upper 22 bits of `line_col`).
     pub fn line(&self) -> u32 {
         self.line_col >> 10
     }
+    /// The column (the lower 10 bits of `line_col`).
     pub fn column(&self) -> u32 {
         self.line_col & 0x3ff
     }
@@ -65,48 +75,84 @@ impl LineInfo {
 /// reported, so trust `arrays`, not the counts.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct BpfProgInfo {
+    /// `enum bpf_prog_type` (bpfinfo names it).
     pub prog_type: u32,
+    /// The program's id, unique while it is loaded.
     pub id: u32,
+    /// Hash of the bytecode: the `<tag>` in `bpf_prog_<tag>_<name>`.
     pub tag: [u8; 8],
+    /// Bytes of JIT code the kernel reported.
     pub jited_prog_len: u32,
+    /// Bytes of xlated bytecode the kernel reported.
     pub xlated_prog_len: u32,
     /// Nanoseconds since boot at load.
     pub load_time: u64,
+    /// The uid that loaded it.
     pub created_by_uid: u32,
+    /// How many maps it uses.
     pub nr_map_ids: u32,
     /// `bpf_prog_info.name` (16 bytes, NUL-padded), as text.
     pub name: String,
+    /// The device it is offloaded to, or zero.
     pub ifindex: u32,
+    /// Whether it declared a GPL-compatible licence (gpl-only helpers).
     pub gpl_compatible: bool,
+    /// With `netns_ino`, the network namespace of an offloaded program.
     pub netns_dev: u64,
+    /// The network namespace's inode, of an offloaded program.
     pub netns_ino: u64,
+    /// How many sub-program addresses the kernel reported.
     pub nr_jited_ksyms: u32,
+    /// How many sub-program lengths the kernel reported.
     pub nr_jited_func_lens: u32,
+    /// The program's BTF object, or zero without BTF.
     pub btf_id: u32,
+    /// Bytes per `func_info` record in the kernel's array.
     pub func_info_rec_size: u32,
+    /// How many `func_info` records the kernel reported.
     pub nr_func_info: u32,
+    /// How many `line_info` records the kernel reported.
     pub nr_line_info: u32,
+    /// How many JIT line addresses the kernel reported.
     pub nr_jited_line_info: u32,
+    /// Bytes per `line_info` record in the kernel's array.
     pub line_info_rec_size: u32,
+    /// Bytes per JIT line address in the kernel's array.
     pub jited_line_info_rec_size: u32,
+    /// How many sub-program tags the kernel reported.
     pub nr_prog_tags: u32,
+    /// Time spent in the program, when `kernel.bpf_stats_enabled` is on.
     pub run_time_ns: u64,
+    /// Runs of the program, when `kernel.bpf_stats_enabled` is on.
     pub run_cnt: u64,
+    /// Runs skipped because the program was already running on the CPU.
     pub recursion_misses: u64,
+    /// Instructions the verifier processed.
     pub verified_insns: u32,
+    /// The BTF object of what a tracing program attaches to.
     pub attach_btf_obj_id: u32,
+    /// The BTF type (function) a tracing program attaches to.
     pub attach_btf_id: u32,
 
-    /// Bitmask of the arrays present, bits from [`array`].
+    /// Bitmask of the arrays present, bits from [`mod@array`].
     pub arrays: u64,
+    /// The JIT image, all sub-programs one after another.
     pub jited_insns: Vec<u8>,
+    /// The bytecode after the verifier's rewrites, 8 bytes an instruction.
     pub xlated_insns: Vec<u8>,
+    /// The ids of the maps it uses.
     pub map_ids: Vec<u32>,
+    /// Each sub-program's kernel address, the main program first.
     pub jited_ksyms: Vec<u64>,
+    /// Each sub-program's JIT length, in `jited_ksyms`' order.
     pub jited_func_lens: Vec<u32>,
+    /// Where each sub-program starts in the bytecode, with its BTF type.
     pub func_info: Vec<FuncInfo>,
+    /// Source lines of the bytecode.
     pub line_info: Vec<LineInfo>,
+    /// The JIT address of each `line_info` record, in the same order.
     pub jited_line_info: Vec<u64>,
+    /// Each sub-program's tag, in `jited_ksyms`' order.
     pub prog_tags: Vec<[u8; 8]>,
 }
 
@@ -177,12 +223,13 @@ impl BpfProgInfo {
         }
     }
 
-    /// Whether array `bit` (from [`array`]) was captured.
+    /// Whether array `bit` (from [`mod@array`]) was captured.
     pub fn has(&self, bit: u32) -> bool {
         self.arrays & (1 << bit) != 0
     }
 
-    /// The program's name as the kernel stores it (may be empty).
+    /// The tag in lower-case hex, as in the program's `bpf_prog_<tag>_<name>`
+    /// symbol.
     pub fn tag_hex(&self) -> String {
         hex(&self.tag)
     }
@@ -240,7 +287,7 @@ impl BpfProgInfo {
         }
     }
 
-    /// Store array `bit` (from [`array`]) decoded from `bytes`, records of
+    /// Store array `bit` (from [`mod@array`]) decoded from `bytes`, records of
     /// `rec` bytes each (at least the element's own size), set its count to
     /// match and mark it captured. The one decoder of every array's layout,
     /// for perf.data entries and for buffers filled by the kernel alike.

@@ -13,7 +13,9 @@ use crate::error::{Error, Result};
 /// `bpftool prog show` lists under `pids`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BpfOwner {
+    /// The process (thread group) id.
     pub pid: u32,
+    /// Its command name, as /proc/PID/comm said at record time.
     pub comm: String,
 }
 
@@ -43,22 +45,32 @@ pub struct BpfAttach {
 /// A map the program uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BpfMapMeta {
+    /// The map's id, unique while it exists.
     pub id: u32,
+    /// `bpf_map_info.name` (may be empty).
     pub name: String,
     /// `bpf_map_type` as a number (`bpfinfo` names it).
     pub map_type: u32,
+    /// Bytes of a key.
     pub key_size: u32,
+    /// Bytes of a value.
     pub value_size: u32,
+    /// Capacity, in entries.
     pub max_entries: u32,
+    /// `BPF_F_*` creation flags.
     pub map_flags: u32,
 }
 
 /// Owners, attachments and maps of one program, captured at record time.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BpfProgMeta {
+    /// The program this is about.
     pub prog_id: u32,
+    /// Processes holding it, by pid.
     pub owners: Vec<BpfOwner>,
+    /// Where it was attached.
     pub attach: Vec<BpfAttach>,
+    /// The maps it uses, by id.
     pub maps: Vec<BpfMapMeta>,
     /// CLOCK_BOOTTIME and CLOCK_REALTIME in nanoseconds, read together as
     /// the recording started: what turns `bpf_prog_info.load_time` (since
@@ -113,11 +125,18 @@ fn put_u32(b: &mut Vec<u8>, v: u32) {
     b.extend_from_slice(&v.to_le_bytes());
 }
 
-fn put_str(b: &mut Vec<u8>, s: &str) {
+/// How many bytes of `s` are kept: at most [`tail::MAX_STR`], cut on a
+/// character boundary.
+fn kept_len(s: &str) -> usize {
     let mut n = s.len().min(tail::MAX_STR);
     while !s.is_char_boundary(n) {
         n -= 1;
     }
+    n
+}
+
+fn put_str(b: &mut Vec<u8>, s: &str) {
+    let n = kept_len(s);
     put_u32(b, n as u32);
     b.extend_from_slice(&s.as_bytes()[..n]);
 }
@@ -134,7 +153,12 @@ fn get_str(c: &mut Cursor<'_>, what: &str) -> Result<String> {
             ),
         ));
     }
-    Ok(String::from_utf8_lossy(c.bytes(n, what)?).into_owned())
+    let mut s = String::from_utf8_lossy(c.bytes(n, what)?).into_owned();
+    // Bytes that are not UTF-8 become U+FFFD, three bytes each, which can
+    // take the text past what the writer keeps: cut it here as the writer
+    // would, so that a tail read is written back as itself.
+    s.truncate(kept_len(&s));
+    Ok(s)
 }
 
 /// A count read from the tail, refused if `min` bytes per entry cannot fit

@@ -11,23 +11,40 @@ pub enum Error {
     /// chain (`{:#}` in anyhow), and saying it in both printed it twice.
     #[error("{}", path.display())]
     Io {
+        /// The file read or written.
         path: PathBuf,
+        /// What the OS said.
         #[source]
         source: std::io::Error,
     },
+    /// The bytes are not what the format says should be there.
     #[error("{}offset {offset:#x}: {what}", path_prefix(.path))]
     Parse {
+        /// The file, once known (see [`Error::with_path`]).
         path: Option<PathBuf>,
+        /// Where in the file (or the decompressed stream) it went wrong.
         offset: u64,
+        /// What was expected there and what was found.
         what: String,
     },
+    /// The file does not start with perf.data's magic.
     #[error("{}not a perf.data file (magic {magic:02x?}, expected \"PERFILE2\")", path_prefix(.path))]
     NotPerfData {
+        /// The file, once known.
         path: Option<PathBuf>,
+        /// Its first bytes, as found.
         magic: Vec<u8>,
     },
+    /// Something this crate does not read or write: a big-endian or
+    /// pipe-mode file, events of different `sample_id` layouts in one file,
+    /// a record too big for perf's 64 KiB.
     #[error("{}{what}", path_prefix(.path))]
-    Unsupported { path: Option<PathBuf>, what: String },
+    Unsupported {
+        /// The file, once known.
+        path: Option<PathBuf>,
+        /// What is not supported, and what to do instead.
+        what: String,
+    },
 }
 
 fn path_prefix(path: &Option<PathBuf>) -> String {
@@ -71,4 +88,5 @@ impl Error {
     }
 }
 
+/// A result of this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

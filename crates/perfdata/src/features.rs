@@ -7,7 +7,9 @@ use crate::bpf_prog_meta::BpfProgMeta;
 use crate::cursor::{c_str, Cursor};
 use crate::error::{Error, Result};
 
-/// Feature bit numbers (`HEADER_*` in tools/perf/util/header.h).
+/// Feature bit numbers (`HEADER_<NAME>` in tools/perf/util/header.h, which
+/// `perf report --header` prints by name).
+#[allow(missing_docs)]
 pub mod feature {
     pub const TRACING_DATA: u32 = 1;
     pub const BUILD_ID: u32 = 2;
@@ -45,7 +47,9 @@ pub mod feature {
 /// HEADER_NRCPUS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct NrCpus {
+    /// CPUs the system could bring up (`nr_cpus_avail`).
     pub available: u32,
+    /// CPUs online at record time.
     pub online: u32,
 }
 
@@ -54,26 +58,36 @@ pub struct NrCpus {
 pub struct BuildIdEntry {
     /// The cpumode (`misc & 7`) of the DSO: kernel or user.
     pub misc: u16,
+    /// The machine the DSO belongs to: -1 (perf's `HOST_KERNEL_ID`) for the
+    /// host, a guest's pid otherwise.
     pub pid: i32,
+    /// The build id's bytes: at most 20 (a SHA-1), perf's padding cut off.
     pub build_id: Vec<u8>,
+    /// The DSO's path as recorded (`[kernel.kallsyms]` for the kernel).
     pub filename: String,
 }
 
 /// One HEADER_BPF_BTF entry: a raw BTF blob by BTF object id.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct BtfBlob {
+    /// The kernel's BTF object id, which `bpf_prog_info.btf_id` names.
     pub id: u32,
+    /// The raw BTF (header, types, strings), as BPF_BTF_GET_INFO gives it.
     pub data: Vec<u8>,
 }
 
 /// HEADER_COMPRESSED.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Compressed {
+    /// The section's format version.
     pub version: u32,
     /// 1 = zstd.
     pub type_: u32,
+    /// The compression level used.
     pub level: u32,
+    /// The compression ratio achieved, for show.
     pub ratio: u32,
+    /// The ring buffer size, which bounds a decompressed chunk.
     pub mmap_len: u32,
 }
 
@@ -81,28 +95,40 @@ pub struct Compressed {
 /// listed in `other` by bit number and otherwise skipped.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Features {
+    /// HOSTNAME: the machine's name (`uname -n`).
     pub hostname: Option<String>,
+    /// OSRELEASE: the kernel release (`uname -r`).
     pub osrelease: Option<String>,
+    /// VERSION: the recorder's version (perf's, or bpfprof's).
     pub version: Option<String>,
+    /// ARCH: the machine (`uname -m`).
     pub arch: Option<String>,
+    /// NRCPUS.
     pub nrcpus: Option<NrCpus>,
+    /// CPUDESC: the CPU model name.
     pub cpudesc: Option<String>,
+    /// CPUID: the CPU's vendor, family, model and stepping.
     pub cpuid: Option<String>,
     /// Kilobytes.
     pub total_mem: Option<u64>,
+    /// CMDLINE: the recorder's command line, one argument a string.
     pub cmdline: Option<Vec<String>>,
     /// Decoded from a file only; a writer derives it from its attrs.
     pub event_desc: Vec<AttrEntry>,
+    /// BUILD_ID: the build ids of the DSOs that samples hit.
     pub build_ids: Vec<BuildIdEntry>,
     /// First and last sample time.
     pub sample_time: Option<(u64, u64)>,
+    /// BPF_PROG_INFO: the programs seen, with their arrays as captured.
     pub bpf_prog_info: Option<Vec<BpfProgInfo>>,
+    /// BPF_BTF: the BTF of those programs.
     pub bpf_btf: Option<Vec<BtfBlob>>,
     /// Owners, attachments and maps per program, where the recorder
     /// captured them (bpfprof does; perf does not). Written as a tail of
     /// each program's `bpf_prog_info` entry, so only programs listed in
     /// `bpf_prog_info` keep theirs.
     pub bpf_prog_meta: Vec<BpfProgMeta>,
+    /// COMPRESSED: present when the data section holds zstd records.
     pub compressed: Option<Compressed>,
     /// Bits of present sections this crate does not decode.
     pub other: Vec<u32>,

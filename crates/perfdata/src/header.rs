@@ -9,7 +9,9 @@ pub const HEADER_SIZE: u64 = 104;
 /// `struct perf_file_section`: where a part of the file lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Section {
+    /// Where it starts, in bytes from the start of the file.
     pub offset: u64,
+    /// How many bytes it has.
     pub size: u64,
 }
 
@@ -49,11 +51,17 @@ impl Section {
 /// `struct perf_file_header`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FileHeader {
+    /// The header's own size (104).
     pub size: u64,
+    /// Bytes per entry of the attrs section: an attr and its ids' section.
     pub attr_size: u64,
+    /// The event attrs.
     pub attrs: Section,
+    /// The records.
     pub data: Section,
+    /// Left over from old perf, which no longer reads it; kept as read.
     pub event_types: Section,
+    /// The bitmap of feature sections present, bits from [`crate::feature`].
     pub features: [u64; 4],
 }
 
@@ -158,6 +166,7 @@ impl FileHeader {
         Ok(())
     }
 
+    /// Whether feature section `bit` (from [`crate::feature`]) is present.
     pub fn has_feature(&self, bit: u32) -> bool {
         bit < 256 && self.features[(bit / 64) as usize] & (1 << (bit % 64)) != 0
     }

@@ -23,6 +23,9 @@
 //! Nothing here is Linux-only: the crate parses bytes, so it builds and is
 //! fuzzed anywhere. Every length read from a file is checked against what is
 //! left before it is used.
+
+#![warn(missing_docs)]
+
 mod attr;
 mod attrs_index;
 mod bpf_prog_info;

@@ -22,6 +22,7 @@ const RELEASE_STEP: u64 = 16 << 20;
 /// A record found by [`RawRecords`].
 #[derive(Debug, Clone, Copy)]
 pub struct RawRecord<'a> {
+    /// Its type, misc bits and size.
     pub header: Header,
     /// Offset in the file.
     pub offset: u64,

@@ -210,10 +210,12 @@ impl PerfFile {
         Ok(())
     }
 
+    /// The file's path, if it was opened from one.
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
 
+    /// The 104-byte header: where the sections are.
     pub fn header(&self) -> &FileHeader {
         &self.header
     }
@@ -228,6 +230,8 @@ impl PerfFile {
         self.attrs.index_of(id)
     }
 
+    /// The feature sections decoded at open; the ones that would not
+    /// decode are in [`Features::warnings`].
     pub fn features(&self) -> &Features {
         &self.features
     }

@@ -5,7 +5,10 @@ use crate::attr::{sample_type as st, EventAttr};
 use crate::cursor::{align8, c_str, Cursor};
 use crate::error::{Error, Result};
 
-/// `perf_event_header.type` values.
+/// `perf_event_header.type` values: the kernel's `PERF_RECORD_<NAME>`
+/// (include/uapi/linux/perf_event.h, which gives each layout) below 64,
+/// perf's own from 64 (tools/lib/perf/include/perf/event.h).
+#[allow(missing_docs)]
 pub mod record_type {
     pub const MMAP: u32 = 1;
     pub const LOST: u32 = 2;
@@ -41,7 +44,9 @@ pub mod record_type {
     pub const FINISHED_INIT: u32 = 82;
 }
 
-/// `perf_event_header.misc` bits.
+/// `perf_event_header.misc` bits: `PERF_RECORD_MISC_<NAME>`. The low three
+/// bits (`CPUMODE_MASK`) say where a sample's ip was.
+#[allow(missing_docs)]
 pub mod misc {
     pub const CPUMODE_MASK: u16 = 7;
     pub const KERNEL: u16 = 1;
@@ -53,7 +58,9 @@ pub mod misc {
     pub const MMAP_BUILD_ID: u16 = 1 << 14;
 }
 
-/// `PERF_RECORD_KSYMBOL` types and flags.
+/// `PERF_RECORD_KSYMBOL` types (`PERF_RECORD_KSYMBOL_TYPE_<NAME>`) and flags
+/// (`FLAG_UNREGISTER`: the symbol goes away).
+#[allow(missing_docs)]
 pub mod ksym {
     pub const TYPE_UNKNOWN: u16 = 0;
     pub const TYPE_BPF: u16 = 1;
@@ -61,13 +68,16 @@ pub mod ksym {
     pub const FLAG_UNREGISTER: u16 = 1;
 }
 
-/// `PERF_RECORD_BPF_EVENT` types.
+/// `PERF_RECORD_BPF_EVENT` types (`PERF_BPF_EVENT_<NAME>`).
+#[allow(missing_docs)]
 pub mod bpf_event {
     pub const PROG_LOAD: u16 = 1;
     pub const PROG_UNLOAD: u16 = 2;
 }
 
-/// Callchain context markers (`PERF_CONTEXT_*`).
+/// Callchain context markers (`PERF_CONTEXT_<NAME>`): an entry at or above
+/// `MAX` is not an address but says whose frames follow.
+#[allow(missing_docs)]
 pub mod context {
     pub const HV: u64 = -32i64 as u64;
     pub const KERNEL: u64 = -128i64 as u64;
@@ -82,93 +92,146 @@ pub mod context {
 /// non-sample record, or from the body of a SAMPLE. Absent fields are 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SampleId {
+    /// Process id (TID).
     pub pid: u32,
+    /// Thread id (TID).
     pub tid: u32,
+    /// Timestamp (TIME), on the event's clock.
     pub time: u64,
+    /// The event's id (ID or IDENTIFIER), which finds its attr.
     pub id: u64,
+    /// The id of the group leader's event (STREAM_ID).
     pub stream_id: u64,
+    /// The CPU (CPU).
     pub cpu: u32,
 }
 
+/// MMAP: an executable mapping (perf's synthesized kernel maps use it too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Mmap<'a> {
+    /// The process mapping it (-1 for the kernel).
     pub pid: u32,
+    /// The thread.
     pub tid: u32,
+    /// Start address.
     pub addr: u64,
+    /// Length in bytes.
     pub len: u64,
+    /// Offset in the file of `addr`.
     pub pgoff: u64,
+    /// The file's path, without its NUL.
     pub filename: &'a [u8],
 }
 
 /// How an MMAP2 record identifies its file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileId<'a> {
+    /// The file's device and inode.
     Inode {
+        /// Device major number.
         maj: u32,
+        /// Device minor number.
         min: u32,
+        /// Inode number.
         ino: u64,
+        /// Inode generation, which tells a reused inode number apart.
         ino_generation: u64,
     },
     /// `misc & MMAP_BUILD_ID`: the build id (up to 20 bytes).
     BuildId(&'a [u8]),
 }
 
+/// MMAP2: a mapping, with what identifies its file and its protection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Mmap2<'a> {
+    /// The process mapping it (-1 for the kernel).
     pub pid: u32,
+    /// The thread.
     pub tid: u32,
+    /// Start address.
     pub addr: u64,
+    /// Length in bytes.
     pub len: u64,
+    /// Offset in the file of `addr`.
     pub pgoff: u64,
+    /// Which file: inode or build id.
     pub file_id: FileId<'a>,
+    /// `PROT_*` of the mapping.
     pub prot: u32,
+    /// `MAP_*` of the mapping.
     pub flags: u32,
+    /// The file's path, without its NUL.
     pub filename: &'a [u8],
 }
 
+/// COMM: a thread's new command name (at exec when `misc::COMM_EXEC`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Comm<'a> {
+    /// Process id.
     pub pid: u32,
+    /// Thread id.
     pub tid: u32,
+    /// The name, without its NUL.
     pub comm: &'a [u8],
 }
 
 /// FORK and EXIT share a layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ForkExit {
+    /// Process id of the child (FORK) or of the one exiting (EXIT).
     pub pid: u32,
+    /// The parent's process id.
     pub ppid: u32,
+    /// Thread id.
     pub tid: u32,
+    /// The parent's thread id.
     pub ptid: u32,
+    /// When.
     pub time: u64,
 }
 
+/// LOST: records the kernel dropped because the ring was full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lost {
+    /// The event whose records were lost.
     pub id: u64,
+    /// How many.
     pub lost: u64,
 }
 
+/// KSYMBOL: a kernel symbol (a BPF program's function, a trampoline)
+/// registered or unregistered at run time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ksymbol<'a> {
+    /// Start address.
     pub addr: u64,
+    /// Length in bytes.
     pub len: u32,
+    /// A [`ksym`] `TYPE_*`.
     pub ksym_type: u16,
+    /// [`ksym`] `FLAG_*` bits.
     pub flags: u16,
+    /// The symbol's name, without its NUL.
     pub name: &'a [u8],
 }
 
 impl Ksymbol<'_> {
+    /// Whether the symbol goes away (its program was unloaded).
     pub fn is_unregister(&self) -> bool {
         self.flags & ksym::FLAG_UNREGISTER != 0
     }
 }
 
+/// BPF_EVENT: a BPF program loaded or unloaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BpfEvent {
+    /// A [`bpf_event`] type.
     pub type_: u16,
+    /// Reserved (zero).
     pub flags: u16,
+    /// The program's id.
     pub id: u32,
+    /// The program's tag.
     pub tag: [u8; 8],
 }
 
@@ -176,14 +239,23 @@ pub struct BpfEvent {
 /// as RAW, branch stacks and registers are not decoded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sample<'a> {
+    /// Where the CPU was (IP).
     pub ip: u64,
+    /// Process id (TID).
     pub pid: u32,
+    /// Thread id (TID).
     pub tid: u32,
+    /// Timestamp (TIME).
     pub time: u64,
+    /// The data address of a memory event (ADDR).
     pub addr: u64,
+    /// The event's id (ID or IDENTIFIER).
     pub id: u64,
+    /// The group leader's event id (STREAM_ID).
     pub stream_id: u64,
+    /// The CPU (CPU).
     pub cpu: u32,
+    /// Events the sample stands for (PERIOD).
     pub period: u64,
     /// The callchain's u64 entries as raw little-endian bytes (no copy).
     pub callchain: Option<&'a [u8]>,
@@ -214,17 +286,30 @@ impl Sample<'_> {
 /// A decoded record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Record<'a> {
+    /// SAMPLE.
     Sample(Sample<'a>),
+    /// MMAP.
     Mmap(Mmap<'a>),
+    /// MMAP2.
     Mmap2(Mmap2<'a>),
+    /// COMM.
     Comm(Comm<'a>),
+    /// FORK.
     Fork(ForkExit),
+    /// EXIT.
     Exit(ForkExit),
+    /// LOST.
     Lost(Lost),
+    /// LOST_SAMPLES: samples dropped before they reached the ring (count).
     LostSamples(u64),
+    /// KSYMBOL.
     Ksymbol(Ksymbol<'a>),
+    /// BPF_EVENT.
     BpfEvent(BpfEvent),
+    /// perf's FINISHED_ROUND: the end of one pass over the rings, which
+    /// bounds how far out of time order records can be (see `Records`).
     FinishedRound,
+    /// perf's FINISHED_INIT: the records synthesized at start-up end here.
     FinishedInit,
     /// Any other type: skipped by readers, copied verbatim by writers.
     Other(u32),
@@ -233,12 +318,16 @@ pub enum Record<'a> {
 /// Common header fields of a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
+    /// A [`record_type`].
     pub type_: u32,
+    /// [`misc`] bits.
     pub misc: u16,
+    /// The record's size in bytes, header included.
     pub size: u16,
 }
 
 impl Header {
+    /// The first 8 bytes of `b` as a header; `None` if it is shorter.
     pub fn parse(b: &[u8]) -> Option<Header> {
         Some(Header {
             type_: u32::from_le_bytes(b.get(0..4)?.try_into().ok()?),

@@ -21,14 +21,19 @@ pub(crate) const MAX_QUEUED: usize = 1 << 21;
 /// One record as delivered by [`Records::next`].
 #[derive(Debug, Clone, Copy)]
 pub struct RecordRef<'a> {
+    /// Its type, misc bits and size.
     pub header: Header,
+    /// Its body, decoded.
     pub record: Record<'a>,
+    /// The `sample_id` trailer of a non-sample record (pid, time, cpu, ...),
+    /// or a sample's own fields of the same names.
     pub sample_id: SampleId,
     /// The record's bytes, header included.
     pub raw: &'a [u8],
     /// Offset in the file, or in the decompressed stream for records of a
     /// compressed file (see [`RecordRef::compressed`]).
     pub offset: u64,
+    /// Whether it came out of a COMPRESSED record.
     pub compressed: bool,
 }
 
@@ -126,6 +131,9 @@ impl<'f> Records<'f> {
 
     // A lending iterator (records borrow the round buffer), so it cannot be
     // `Iterator`; `next` keeps the familiar name.
+    /// The next record; `Ok(None)` at the end. Broken framing is an error
+    /// that stops the reading of input (nothing after it can be found);
+    /// records already queued still come out before the end.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<RecordRef<'_>>> {
         if let Some(e) = self.broken.take() {

@@ -7,8 +7,8 @@ use crate::records::MAX_QUEUED;
 /// Follows [`crate::Records`]' FINISHED_ROUND rule along records seen in
 /// file order: at a round's end, what arrived up to the end of the round
 /// before is delivered, so a record older than that is delivered out of
-/// time order, and no more than [`MAX_QUEUED`] records may wait. Records
-/// of perf's own types (64 and up) are not judged.
+/// time order, and no more than 2^21 records may wait (the reader's
+/// `MAX_QUEUED`). Records of perf's own types (64 and up) are not judged.
 ///
 /// A check can start at any record, for one part of the data; joined in
 /// file order with [`RoundOrder::then`], the checks of consecutive parts

@@ -15,6 +15,9 @@ use crate::features::Features;
 use crate::header::{FileHeader, Section, HEADER_SIZE};
 use crate::record::{encode_record, Record, SampleId};
 
+/// Writes a perf.data file that perf reads without warnings: records go
+/// into the data section as they come, the feature sections and the final
+/// header at [`PerfFileWriter::finish`].
 pub struct PerfFileWriter<W: Write + Seek> {
     out: BufWriter<W>,
     path: Option<PathBuf>,
@@ -258,10 +261,13 @@ impl<W: Write + Seek> PerfFileWriter<W> {
         self.write_plain(&h)
     }
 
+    /// Bytes of the data section so far, as stored (COMPRESSED records'
+    /// bytes when compressing).
     pub fn data_size(&self) -> u64 {
         self.data_size
     }
 
+    /// The attrs the file was started with.
     pub fn attrs(&self) -> &[AttrEntry] {
         &self.attrs
     }

@@ -165,6 +165,25 @@ fn long_strings_are_cut_on_a_char_boundary() {
     assert!(back.attach[0].target.chars().all(|c| c == 'é'));
 }
 
+/// Found while fuzzing (fuzz/fuzz_targets/bpf_meta_tail.rs): a comm of
+/// 2000 bytes that are not UTF-8 read as 2000 U+FFFD, 6000 bytes, which the
+/// writer cut to 4096, so the tail read back was not what had been read.
+/// What is read must write back as itself.
+#[test]
+fn invalid_utf8_reads_as_text_that_writes_back_the_same() {
+    let bytes = include_bytes!("fuzz_cases/meta_tail_invalid_utf8.tail");
+    let m = BpfProgMeta::decode_tail(bytes, 0).unwrap();
+    let comm = &m.owners[0].comm;
+    assert!(
+        comm.len() <= perfdata::bpf_meta_tail::MAX_STR,
+        "{}",
+        comm.len()
+    );
+    assert!(comm.chars().all(|c| c == char::REPLACEMENT_CHARACTER));
+    let again = BpfProgMeta::decode_tail(&m.encode_tail(), 0).unwrap();
+    assert_eq!(again, m);
+}
+
 #[test]
 fn merge_unions_owners_attachments_and_maps() {
     let mut a = meta(1);

@@ -396,7 +396,7 @@ fn assert_prog_in_stream(ours: &[Ours], p: &BpfProg, synthesized: bool) {
 
 #[test]
 fn system_wide_with_callchains() {
-    if !can_run_perf("system_wide_with_callchains") {
+    if !can_run_perf() {
         return;
     }
     let prog = held_prog("pdt_sysw");
@@ -434,7 +434,7 @@ fn record_busy_shell(out: &std::path::Path, extra: &[&str]) {
 
 #[test]
 fn command_without_callchains() {
-    if !can_run_perf("command_without_callchains") {
+    if !can_run_perf() {
         return;
     }
     let dir = TempDir::new("cmd");
@@ -448,7 +448,7 @@ fn command_without_callchains() {
 
 #[test]
 fn compressed_with_callchains() {
-    if !can_run_perf("compressed_with_callchains") {
+    if !can_run_perf() {
         return;
     }
     let dir = TempDir::new("z");
@@ -468,7 +468,7 @@ fn compressed_with_callchains() {
 
 #[test]
 fn bpf_program_loaded_during_the_record() {
-    if !can_run_perf("bpf_program_loaded_during_the_record") {
+    if !can_run_perf() {
         return;
     }
     let dir = TempDir::new("live");
@@ -504,7 +504,7 @@ fn bpf_program_loaded_during_the_record() {
     // ... but perf 6.1 may still be synthesizing then (seen under load:
     // the program came out as a synthesized time-0 KSYMBOL). perf writes
     // FINISHED_INIT when synthesis is done: wait for it in the file too.
-    while !started.exists() || !has_finished_init(&f) {
+    while !started.exists() || !testkit::perf_has_finished_init(&f) {
         assert!(
             std::time::Instant::now() < deadline,
             "perf record did not start"
@@ -564,28 +564,6 @@ fn bpf_program_loaded_during_the_record() {
     check_bpf_features(&f);
 }
 
-/// Whether the data section written so far holds FINISHED_INIT (82),
-/// walking records by their sizes from the header's data offset (@40).
-fn has_finished_init(path: &Path) -> bool {
-    let b = std::fs::read(path).unwrap_or_default();
-    if b.len() < 104 {
-        return false;
-    }
-    let mut off = u64::from_le_bytes(b[40..48].try_into().unwrap()) as usize;
-    while off + 8 <= b.len() {
-        let ty = u32::from_le_bytes(b[off..off + 4].try_into().unwrap());
-        let size = u16::from_le_bytes([b[off + 6], b[off + 7]]) as usize;
-        if ty == 82 {
-            return true;
-        }
-        if size < 8 {
-            return false;
-        }
-        off += size;
-    }
-    false
-}
-
 fn clean_stderr(what: &str, err: &str) {
     for bad in [
         "WARNING",
@@ -607,7 +585,7 @@ fn no_header_lines(s: &str) -> String {
 
 #[test]
 fn round_trip_through_the_writer() {
-    if !can_run_perf("round_trip_through_the_writer") {
+    if !can_run_perf() {
         return;
     }
     let _prog = held_prog("pdt_round");
@@ -675,7 +653,7 @@ fn round_trip_through_the_writer() {
 
 #[test]
 fn checkpoint_without_finish_is_readable_up_to_the_checkpoint() {
-    if !can_run_perf("checkpoint_without_finish_is_readable_up_to_the_checkpoint") {
+    if !can_run_perf() {
         return;
     }
     let dir = TempDir::new("ckpt");

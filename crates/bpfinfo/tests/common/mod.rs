@@ -1,56 +1,34 @@
-//! Gates shared by the integration tests: a test that needs root, BPF or an
-//! external tool prints why and skips, unless the environment variable `CI`
-//! is set, in which case it fails instead.
+//! Shared by the integration tests: the workspace's skip gate (testkit's:
+//! a test that needs root, BPF or an external tool prints why and skips,
+//! unless `CI` is set, where it fails), and a temp dir, a runner and the
+//! objdump comparison.
 
 #![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::process::Command;
 
-pub use testkit::{normalize_att, parse_objdump, tool};
+pub use testkit::{is_root, normalize_att, tool};
 
-/// Whether missing prerequisites must fail the test.
-pub fn in_ci() -> bool {
-    std::env::var_os("CI").is_some()
-}
-
-/// Report a missing prerequisite. Returns `true` when the caller should
-/// return (skip); panics under CI.
+/// Report a missing prerequisite (testkit's gate). Returns `true` when the
+/// caller should return (skip); panics under CI.
 pub fn unavailable(why: &str) -> bool {
-    if in_ci() {
-        panic!("CI is set, so this test may not be skipped: {why}");
-    }
-    eprintln!("SKIPPED: {why}");
+    testkit::skip(why);
     true
 }
 
-/// Skip (or fail under CI) unless `$cond` holds.
+/// Skip (or fail under CI) unless `$cond` holds: testkit's `require!`,
+/// named here so that the tests use it without an import.
 #[macro_export]
 macro_rules! require {
-    ($cond:expr, $($why:tt)+) => {
-        if !$cond && common::unavailable(&format!($($why)+)) {
-            return;
-        }
+    ($($t:tt)+) => {
+        testkit::require!($($t)+)
     };
-}
-
-/// Root is what the tests use for BPF (CAP_BPF + CAP_PERFMON would do).
-pub fn is_root() -> bool {
-    bpfinfo::sys::is_root()
 }
 
 /// Run a command and return its stdout, panicking with its stderr on failure.
 pub fn run(cmd: &mut Command) -> String {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8 output")
+    String::from_utf8(testkit::run(cmd).stdout).expect("utf-8 output")
 }
 
 /// A fresh directory under the system temp dir, removed on drop.
@@ -80,25 +58,13 @@ impl Drop for TempDir {
 /// agree instruction for instruction. Returns how many were compared.
 pub fn compare_with_objdump(objdump: &std::path::Path, prog: &bpfinfo::Program) -> usize {
     use bpfinfo::{disassemble, Arch, Syntax};
-    let dir = TempDir::new("objdump");
     let mut compared = 0;
     for s in prog.subprogs() {
         let code = prog.jited_bytes(s.index).expect("JIT bytes");
         assert_eq!(code.len(), s.len as usize);
-        let file = dir.0.join(format!("sub{}.bin", s.index));
-        std::fs::write(&file, code).unwrap();
-        let out = run(Command::new(objdump).args([
-            "-D",
-            "-b",
-            "binary",
-            "-m",
-            "i386:x86-64",
-            &format!("--adjust-vma={:#x}", s.addr),
-            file.to_str().unwrap(),
-        ]));
-        let theirs = parse_objdump(&out, s.addr);
+        let theirs = testkit::objdump_x86_64(objdump, code, s.addr);
         let ours = disassemble(Arch::X86_64, code, s.addr, Syntax::Att);
-        assert_eq!(ours.len(), theirs.len(), "sub {}:\n{out}", s.index);
+        assert_eq!(ours.len(), theirs.len(), "sub {}:\n{theirs:#?}", s.index);
         for (o, t) in ours.iter().zip(&theirs) {
             let off = t.offset;
             assert_eq!(o.offset, off, "sub {}", s.index);

@@ -42,7 +42,7 @@ fn run(cmd: &mut Command) -> Result<String, Why> {
 impl Fixture {
     /// Build and load. Err says what is missing (clang, cc, libbpf-dev).
     pub fn start(tag: &str) -> Result<Fixture, Why> {
-        let clang = testkit::tool("clang").ok_or("needs clang (apt-get install clang)")?;
+        let clang = testkit::clang_for_bpf()?;
         let cc = testkit::tool("cc").ok_or("needs a C compiler (apt-get install gcc)")?;
         if !Path::new("/usr/include/bpf/libbpf.h").exists() {
             return Err("needs libbpf headers (apt-get install libbpf-dev)".into());
@@ -57,19 +57,8 @@ impl Fixture {
         std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
         let obj = tmp.join("owners_attach.o");
         let loader = tmp.join("attach_pin");
-        let arch = std::env::consts::ARCH;
-        run(Command::new(clang)
-            .args([
-                "-target",
-                "bpf",
-                "-O2",
-                "-g",
-                &format!("-I/usr/include/{arch}-linux-gnu"),
-                "-c",
-                &format!("{DIR}/owners_attach.bpf.c"),
-                "-o",
-            ])
-            .arg(&obj))?;
+        let src = PathBuf::from(format!("{DIR}/owners_attach.bpf.c"));
+        run(&mut testkit::clang_bpf(&clang, &src, &obj))?;
         run(Command::new(cc)
             .arg(format!("{DIR}/attach_pin.c"))
             .arg("-o")

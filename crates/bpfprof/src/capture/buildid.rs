@@ -105,17 +105,8 @@ mod tests {
         assert_eq!(from_notes(&b[..b.len() - 4]), None);
     }
 
-    /// Skip with a reason, or fail under CI (the tests/support gate, which
-    /// unit tests cannot reach).
-    fn require(ok: bool, why: &str) -> bool {
-        if !ok && std::env::var_os("CI").is_some() {
-            panic!("required for this test under CI: {why}");
-        }
-        if !ok {
-            eprintln!("SKIPPED: {why}");
-        }
-        ok
-    }
+    // Skip with a reason, or fail under CI: the workspace's gate.
+    use testkit::require;
 
     fn hex(b: &[u8]) -> String {
         b.iter().map(|x| format!("{x:02x}")).collect()

@@ -444,11 +444,8 @@ pub(crate) mod test_support {
     use std::path::PathBuf;
 
     /// Say why a test skips; under CI (whose set-up installs binutils and
-    /// the libraries) fail instead.
-    pub fn skip(why: &str) {
-        assert!(std::env::var_os("CI").is_none(), "under CI: {why}");
-        eprintln!("skipped: {why}");
-    }
+    /// the libraries) fail instead: the workspace's gate.
+    pub use testkit::skip;
 
     /// A binutils program, or `None` once [`skip`] has said why.
     pub fn binutils(name: &str) -> Option<PathBuf> {

@@ -46,18 +46,13 @@ pub struct Recording {
 
 /// The kernel's names for addresses, from /proc/kallsyms.
 pub fn kallsyms_at(addrs: &[u64]) -> Vec<String> {
-    let text = std::fs::read_to_string("/proc/kallsyms").expect("read /proc/kallsyms");
+    let names = testkit::kallsyms_by_address();
     addrs
         .iter()
-        .map(|&a| {
-            text.lines()
-                .find_map(|l| {
-                    let mut t = l.split_whitespace();
-                    let addr = u64::from_str_radix(t.next()?, 16).ok()?;
-                    let _kind = t.next()?;
-                    let name = t.next()?;
-                    (addr == a).then(|| name.to_string())
-                })
+        .map(|a| {
+            names
+                .get(a)
+                .and_then(|v| v.first().cloned())
                 .unwrap_or_else(|| panic!("no /proc/kallsyms symbol at {a:#x}"))
         })
         .collect()
@@ -255,16 +250,7 @@ pub fn sub_bytes(live: &LiveProg, i: usize) -> &[u8] {
 /// (offset from addr, instruction text).
 pub fn objdump(code: &[u8], addr: u64) -> Vec<(u32, String)> {
     let objdump = tool("objdump").expect("GNU objdump (binutils) is installed");
-    let dir = support::tempdir();
-    let file = support::path(&dir, "code.bin");
-    std::fs::write(&file, code).unwrap();
-    let out = support::stdout(
-        Command::new(objdump)
-            .args(["-D", "-b", "binary", "-m", "i386:x86-64"])
-            .arg(format!("--adjust-vma={addr:#x}"))
-            .arg(&file),
-    );
-    testkit::parse_objdump(&out, addr)
+    testkit::objdump_x86_64(&objdump, code, addr)
         .into_iter()
         .map(|i| (i.offset, i.text))
         .collect()

@@ -10,27 +10,6 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Whether the data written so far holds a FINISHED_INIT record.
-pub fn has_finished_init(path: &Path) -> bool {
-    let b = std::fs::read(path).unwrap_or_default();
-    if b.len() < 104 {
-        return false;
-    }
-    let mut off = u64::from_le_bytes(b[40..48].try_into().unwrap()) as usize;
-    while off + 8 <= b.len() {
-        let ty = u32::from_le_bytes(b[off..off + 4].try_into().unwrap());
-        let size = u16::from_le_bytes([b[off + 6], b[off + 7]]) as usize;
-        if ty == 82 {
-            return true;
-        }
-        if size < 8 {
-            return false;
-        }
-        off += size;
-    }
-    false
-}
-
 /// `perf record <perf_args> -o <data> -- sh -c 'touch READY; exec sleep
 /// <secs>'`, returned once it records. stdout is discarded, stderr piped
 /// (for `wait_with_output`).
@@ -48,7 +27,7 @@ pub fn spawn_ready(perf_args: &[&str], data: &Path, secs: &str) -> Child {
         .spawn()
         .expect("start perf record");
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !ready.exists() || !has_finished_init(data) {
+    while !ready.exists() || !testkit::perf_has_finished_init(data) {
         if let Some(st) = child.try_wait().unwrap() {
             let mut err = String::new();
             if let Some(mut e) = child.stderr.take() {

@@ -3,31 +3,12 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-/// Skip (return false) with a printed reason, or fail when `CI` is set:
-/// a green CI run never hides a skipped core test.
-pub fn require(ok: bool, why: &str) -> bool {
-    if ok {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("required for this test under CI: {why}");
-    }
-    eprintln!("SKIPPED: {why}");
-    false
-}
-
-pub fn is_root() -> bool {
-    bpfinfo::sys::is_root()
-}
-
-pub fn has_perf() -> bool {
-    Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
+/// The workspace's skip gate (testkit's): `require(ok, why)` is `ok`, or
+/// prints why and is false, or fails when `CI` is set: a green CI run never
+/// hides a skipped core test.
+pub use testkit::{has_perf, is_root, require, run};
 
 /// Whether a live test can run: root (to load BPF programs and sample the
 /// system), and Linux perf when it is the oracle.
@@ -40,18 +21,6 @@ pub fn live(needs_perf: bool) -> bool {
 
 pub fn bpfprof() -> Command {
     Command::new(env!("CARGO_BIN_EXE_bpfprof"))
-}
-
-/// Run a command, panicking with its stderr when it fails.
-pub fn run(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 pub fn stdout(cmd: &mut Command) -> String {

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use perfdata::{
@@ -18,16 +18,11 @@ pub mod built;
 // ---------------------------------------------------------------- the gate
 
 /// Whether a test that needs root and Linux perf can run. When it cannot,
-/// it prints why and the test returns early -- except with `CI` set, where a
-/// missing prerequisite is a failure.
-pub fn can_run_perf(test: &str) -> bool {
+/// testkit's gate prints why and the test returns early -- except with `CI`
+/// set, where a missing prerequisite is a failure.
+pub fn can_run_perf() -> bool {
     let mut missing = Vec::new();
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let root = status
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .is_some_and(|l| l.split_whitespace().nth(2) == Some("0"));
-    if !root {
+    if !testkit::is_root() {
         missing.push("root".to_string());
     }
     match Command::new("perf").arg("--version").output() {
@@ -35,15 +30,10 @@ pub fn can_run_perf(test: &str) -> bool {
         Ok(o) => missing.push(format!("a working perf (perf --version: {})", o.status)),
         Err(e) => missing.push(format!("perf in PATH ({e})")),
     }
-    if missing.is_empty() {
-        return true;
-    }
-    let msg = format!("{test}: needs {}", missing.join(" and "));
-    if std::env::var_os("CI").is_some() {
-        panic!("{msg} (CI is set, so a missing prerequisite fails the test)");
-    }
-    eprintln!("SKIPPED {msg}");
-    false
+    testkit::require(
+        missing.is_empty(),
+        &format!("needs {}", missing.join(" and ")),
+    )
 }
 
 // ---------------------------------------------------------------- temp dirs
@@ -77,18 +67,7 @@ impl Drop for TempDir {
 
 // ---------------------------------------------------------------- perf
 
-pub fn run(cmd: &mut Command) -> Output {
-    let o = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        o.status.success(),
-        "{cmd:?} failed: {}\nstderr: {}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o
-}
+pub use testkit::run;
 
 /// `perf ARGS`, which must succeed; returns (stdout, stderr).
 pub fn perf(args: &[&str]) -> (String, String) {
