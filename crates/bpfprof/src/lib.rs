@@ -13,4 +13,5 @@ mod huge_vec;
 pub mod parallel;
 pub mod progress;
 pub mod symbolize;
+pub mod top;
 pub mod utc;

@@ -7,6 +7,7 @@ mod input_args;
 mod record_cmd;
 mod report_cmd;
 mod script_cmd;
+mod top_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -35,6 +36,8 @@ enum Cmd {
     Export(export_cmd::ExportArgs),
     /// Print every sample as `perf script` does, BPF frames resolved.
     Script(script_cmd::ScriptArgs),
+    /// Live view, refreshed every second: BPF programs' costs and the hottest symbols.
+    Top(top_cmd::TopArgs),
 }
 
 fn main() {
@@ -58,6 +61,7 @@ fn main() {
         Cmd::Record(a) => record_cmd::run(a),
         Cmd::Export(a) => export_cmd::run(a).map(|_| 0),
         Cmd::Script(a) => script_cmd::run(a).map(|_| 0),
+        Cmd::Top(a) => top_cmd::run(a),
     };
     match r {
         Ok(code) => std::process::exit(code),

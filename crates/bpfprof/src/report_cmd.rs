@@ -15,7 +15,7 @@ pub struct ReportArgs {
     #[command(flatten)]
     pub input: InputArgs,
     /// Sort (group) by these keys, comma-separated: comm, pid, tid, cpu, dso, sym, srcline, bpf_prog
-    /// [default: comm,dso,sym].
+    /// [default: comm,dso,sym] (srcline: with dso and sym only, self samples only).
     #[arg(short = 's', long, value_delimiter = ',')]
     pub sort: Option<Vec<SortKey>>,
     /// The columns, in order, comma-separated: overhead, overhead_children, sample, period and sort
@@ -162,6 +162,12 @@ fn decide(a: &ReportArgs, has_callchains: bool) -> Result<Decided> {
     if keys.len() > 5 {
         anyhow::bail!("at most 5 sort keys (got {})", keys.len());
     }
+    let srcline = keys.contains(&SortKey::Srcline);
+    if srcline {
+        check_srcline(a, &keys)?;
+    }
+    // Lines are counted from each sample's own address only.
+    let children = children && !srcline;
     // A program's cost beyond its own code is known only from call chains:
     // the BPF view, and the summary atop the default report, read them
     // when the file has them, unless `-g none` asked for a flat report.
@@ -180,6 +186,28 @@ fn decide(a: &ReportArgs, has_callchains: bool) -> Result<Decided> {
         children,
         by_thread,
     })
+}
+
+/// Rows by source line are made from per-address counts, which keep no
+/// thread or CPU.
+fn check_srcline(a: &ReportArgs, keys: &[SortKey]) -> Result<()> {
+    if let Some(k) = keys
+        .iter()
+        .find(|k| !matches!(k, SortKey::Srcline | SortKey::Dso | SortKey::Sym))
+    {
+        anyhow::bail!(
+            "--sort srcline goes with dso and sym only, not {}: samples are counted per address, not per thread or CPU; \
+             drop {0} from --sort (or report it without srcline)",
+            clap::ValueEnum::to_possible_value(k).map_or_else(String::new, |v| v.get_name().to_string())
+        );
+    }
+    if !a.comms.is_empty() || !a.pids.is_empty() {
+        anyhow::bail!(
+            "--sort srcline cannot filter by --comm or --pid: samples are counted per address, not per thread; \
+             drop the filter (--dso works)"
+        );
+    }
+    Ok(())
 }
 
 pub fn run(a: &ReportArgs) -> Result<()> {

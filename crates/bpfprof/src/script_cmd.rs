@@ -12,6 +12,15 @@ use crate::input_args::InputArgs;
 pub struct ScriptArgs {
     #[command(flatten)]
     pub input: InputArgs,
+    /// Only samples of these commands (comma-separated), as perf script's.
+    #[arg(long = "comm", value_delimiter = ',')]
+    pub comms: Vec<String>,
+    /// Only samples of these process ids (comma-separated).
+    #[arg(long = "pid", value_delimiter = ',')]
+    pub pids: Vec<u32>,
+    /// Only samples of these thread ids (comma-separated).
+    #[arg(long = "tid", value_delimiter = ',')]
+    pub tids: Vec<u32>,
 }
 
 pub fn run(a: &ScriptArgs) -> Result<()> {
@@ -30,7 +39,13 @@ pub fn run(a: &ScriptArgs) -> Result<()> {
     }
     let mut out = crate::export_cmd::open_output(None)?;
     let path = a.input.input.display();
-    bpfprof::export::script::write(&file, &p, &mut out).with_context(|| format!("{path}"))?;
+    let only = bpfprof::export::script::Only {
+        comms: a.comms.clone(),
+        pids: a.pids.clone(),
+        tids: a.tids.clone(),
+    };
+    bpfprof::export::script::write(&file, &p, &only, &mut out)
+        .with_context(|| format!("{path}"))?;
     out.flush().context("writing standard output")?;
     Ok(())
 }

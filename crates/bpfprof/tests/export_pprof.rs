@@ -50,10 +50,12 @@ fn go_tool_pprof_reads_back_the_reports_shares_and_bpf_lines() {
     let dir = support::tempdir();
     let (data, pb) = export_util::demo_export(&dir, "pprof", "demo.pb.gz");
 
-    // The report's rows by symbol, heaviest first.
+    // The report's rows by symbol, heaviest first, by their own samples
+    // (pprof -top's flat share; a report with call chains shows children
+    // by default).
     let json = support::stdout(
         support::bpfprof()
-            .args(["report", "--sort", "sym", "--json", "-i"])
+            .args(["report", "--no-children", "--sort", "sym", "--json", "-i"])
             .arg(&data),
     );
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();

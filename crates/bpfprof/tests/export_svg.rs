@@ -114,3 +114,80 @@ fn the_flame_graph_renders_with_bpf_frames_coloured_and_titled() {
     assert!(saturated > 15 * 1000, "{saturated} coloured of {w}x{h}");
     assert!(bpf_px > 50, "{bpf_px} BPF-coloured pixels");
 }
+
+/// A frame as drawn: (name, x, y, width), the name cut at its first
+/// " (" (BPF frames' titles add their details there).
+fn drawn(svg: &str) -> Vec<(String, String, String, String)> {
+    let attr = |rect: &str, a: &str| -> String {
+        rect.split_once(&format!(" {a}=\""))
+            .and_then(|(_, r)| r.split_once('"'))
+            .map_or(String::new(), |(v, _)| v.to_string())
+    };
+    svg.split("<g")
+        .skip(1)
+        .filter_map(|g| {
+            let title = g.split_once("<title>")?.1.split_once("</title>")?.0;
+            let name = title.split_once(" (").map_or(title, |(n, _)| n);
+            let rect = g.split_once("<rect")?.1;
+            let rect = &rect[..rect.find("/>")?];
+            Some((
+                name.to_string(),
+                attr(rect, "x"),
+                attr(rect, "y"),
+                attr(rect, "width"),
+            ))
+        })
+        .collect()
+}
+
+/// The export hands inferno only the frames it draws; the graph must be
+/// the one inferno draws from every stack of the folded export: each
+/// frame with its name, place and width.
+#[test]
+fn the_flame_graph_is_the_one_inferno_draws_from_every_stack() {
+    if !support::live(false) {
+        return;
+    }
+    let dir = support::tempdir();
+    let data = support::path(&dir, "busy.data");
+    support::run(
+        support::bpfprof()
+            .args(["record", "-a", "-g", "-F", "10000", "--duration", "3", "-o"])
+            .arg(&data),
+    );
+    let export = |format: &str| {
+        support::stdout(
+            support::bpfprof()
+                .args(["export", "--format", format, "-i"])
+                .arg(&data),
+        )
+    };
+    let folded = export("folded");
+    let ours = export("svg");
+    let counts: Vec<u64> = folded
+        .lines()
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse().ok())
+        .collect();
+    let total: u64 = counts.iter().sum();
+    // inferno omits frames under 0.01% of the samples: some stacks must
+    // be that narrow, or nothing was left out.
+    let narrow = counts.iter().filter(|&&n| n * 10_000 < total).count();
+    assert!(narrow > 0, "no stack under 0.01% of {total} samples");
+
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.count_name = "samples".into();
+    let mut theirs = Vec::new();
+    inferno::flamegraph::from_lines(&mut opts, folded.lines(), &mut theirs).unwrap();
+    let theirs = drawn(&String::from_utf8(theirs).unwrap());
+    let ours = drawn(&ours);
+    assert!(theirs.len() > 100, "{} frames", theirs.len());
+    assert_eq!(ours.len(), theirs.len(), "frames drawn");
+    for (a, b) in ours.iter().zip(&theirs) {
+        assert_eq!(a, b);
+    }
+    eprintln!(
+        "{} frames drawn from {} stacks, {narrow} under 0.01%",
+        ours.len(),
+        counts.len()
+    );
+}

@@ -1,6 +1,7 @@
 //! `bpfprof script` against `perf script` on the same files, line for
 //! line: a bpfprof recording and a perf recording with a BPF program
-//! running (bpftrace on getppid), and one without call chains.
+//! running (bpftrace on getppid), and one without call chains; and with
+//! perf script's `--comm`, `--pid` and `--tid` filters.
 //!
 //! Every line must be perf's, except that a user frame's symbol may be
 //! another name for the same address (identical code folded into one
@@ -16,11 +17,94 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 fn script(file: &Path) -> String {
-    support::stdout(support::bpfprof().args(["script", "-i"]).arg(file))
+    script_with(file, &[])
 }
 
 fn perf_script(file: &Path) -> String {
-    support::stdout(Command::new("perf").args(["script", "-i"]).arg(file))
+    perf_script_with(file, &[])
+}
+
+fn script_with(file: &Path, args: &[&str]) -> String {
+    support::stdout(
+        support::bpfprof()
+            .arg("script")
+            .args(args)
+            .arg("-i")
+            .arg(file),
+    )
+}
+
+fn perf_script_with(file: &Path, args: &[&str]) -> String {
+    support::stdout(
+        Command::new("perf")
+            .arg("script")
+            .args(args)
+            .arg("-i")
+            .arg(file),
+    )
+}
+
+/// Sample header lines' (command, thread id), from perf's output.
+fn threads(perf: &str) -> Vec<(String, String)> {
+    perf.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('\t'))
+        .filter_map(|l| {
+            let head = &l[..l.find(" [")?];
+            let (comm, tid) = head.trim_end().rsplit_once(' ')?;
+            Some((comm.trim().to_string(), tid.to_string()))
+        })
+        .collect()
+}
+
+/// The value seen most often.
+fn most<'a>(values: impl Iterator<Item = &'a String>, but: &[&str]) -> String {
+    let mut n: std::collections::BTreeMap<&String, usize> = Default::default();
+    for v in values.filter(|v| !but.contains(&v.as_str()) && !v.contains(',')) {
+        *n.entry(v).or_default() += 1;
+    }
+    n.into_iter()
+        .max_by_key(|(_, c)| *c)
+        .expect("samples")
+        .0
+        .clone()
+}
+
+/// `--comm` (two commands), `--pid` (this process, which called getppid
+/// throughout), `--tid` and two together, each against perf's lines.
+fn assert_filters_agree(file: &Path, perf_full: &str, what: &str) {
+    let t = threads(perf_full);
+    let first = most(t.iter().map(|x| &x.0), &[]);
+    let second = most(t.iter().map(|x| &x.0), &[&first]);
+    let tid = most(t.iter().map(|x| &x.1), &[]);
+    let comms = format!("{first},{second}");
+    let pid = std::process::id().to_string();
+    // Both must hold: the thread's own command among others.
+    let tid_comm = &t.iter().find(|x| x.1 == tid).expect("the thread").0;
+    // (Not the same one twice: perf 6.1 then keeps nothing.)
+    let other = if *tid_comm == first { &second } else { &first };
+    let with_tid = format!("{tid_comm},{other}");
+    for args in [
+        vec!["--comm", &comms],
+        vec!["--pid", &pid],
+        vec!["--tid", &tid],
+        vec!["--comm", &with_tid, "--tid", &tid],
+    ] {
+        let perf = perf_script_with(file, &args);
+        assert!(
+            perf.lines().count() > 10,
+            "{what} {args:?}: perf keeps samples"
+        );
+        assert!(
+            perf.len() < perf_full.len(),
+            "{what} {args:?}: perf drops some"
+        );
+        let (n, _) = assert_same(
+            &script_with(file, &args),
+            &perf,
+            &format!("{what} {args:?}"),
+        );
+        eprintln!("{what} {args:?}: {n} lines");
+    }
 }
 
 /// A frame line's (header, address, object), for lines that may differ
@@ -83,8 +167,10 @@ fn script_prints_perf_scripts_lines_for_bpfprof_and_perf_recordings() {
     };
     let ours = script(&ours_rec);
     assert!(bpf_lines(&ours) > 0, "BPF frames in the bpfprof recording");
-    let (n, aliases) = assert_same(&ours, &perf_script(&ours_rec), "bpfprof recording");
+    let perf = perf_script(&ours_rec);
+    let (n, aliases) = assert_same(&ours, &perf, "bpfprof recording");
     eprintln!("bpfprof recording: {n} lines, {aliases} user aliases");
+    assert_filters_agree(&ours_rec, &perf, "bpfprof recording");
 
     // perf's own recording of the same kind of workload.
     let perf_rec = support::path(&dir, "perf.data");
@@ -107,8 +193,10 @@ fn script_prints_perf_scripts_lines_for_bpfprof_and_perf_recordings() {
     }
     let ours = script(&perf_rec);
     assert!(bpf_lines(&ours) > 0, "BPF frames in the perf recording");
-    let (n, aliases) = assert_same(&ours, &perf_script(&perf_rec), "perf recording");
+    let perf = perf_script(&perf_rec);
+    let (n, aliases) = assert_same(&ours, &perf, "perf recording");
     eprintln!("perf recording: {n} lines, {aliases} user aliases");
+    assert_filters_agree(&perf_rec, &perf, "perf recording");
 }
 
 #[test]

@@ -190,7 +190,7 @@ fn resolve_command(name: &str) -> Result<PathBuf, (String, i32)> {
 }
 
 /// Threads of each process, for per-thread events.
-fn threads_of(pids: &[i32]) -> anyhow::Result<Vec<i32>> {
+pub(crate) fn threads_of(pids: &[i32]) -> anyhow::Result<Vec<i32>> {
     let mut tids = Vec::new();
     for &pid in pids {
         let dir = format!("/proc/{pid}/task");
@@ -226,7 +226,7 @@ fn tgids_of(tids: &[i32]) -> Vec<i32> {
 
 /// Pick the sampling event: what the user asked, else cycles when a
 /// hardware PMU exists, else cpu-clock (said once).
-fn choose_event(asked: &Option<EventSpec>, quiet: bool) -> EventSpec {
+pub(crate) fn choose_event(asked: &Option<EventSpec>, quiet: bool) -> EventSpec {
     if let Some(e) = asked {
         return e.clone();
     }
@@ -657,7 +657,7 @@ fn apply_stream_bpf_events(book: &SharedBook, tally: &mut Tally, capture: Captur
 /// The real length of a KSYMBOL or BPF_EVENT record whose header size the
 /// kernel may have inflated (see [`events::sideband_attr`]): fields, then
 /// the trailer; whatever follows is stale ring bytes.
-fn true_len(r: &[u8], trailer: usize) -> usize {
+pub(crate) fn true_len(r: &[u8], trailer: usize) -> usize {
     let ty = u32::from_le_bytes(r[0..4].try_into().unwrap());
     let fields = match ty {
         record_type::BPF_EVENT => 24,

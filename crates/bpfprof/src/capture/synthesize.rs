@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
+use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 
 use bpfinfo::sys::Capture;
@@ -14,8 +15,6 @@ use perfdata::{
 
 use super::bpf::{self, Kallsyms, SharedBook};
 use super::buildid;
-
-type Writer = PerfFileWriter<File>;
 
 /// Which processes to describe.
 #[derive(Debug, Clone)]
@@ -71,8 +70,10 @@ pub struct Synthesized {
     pub records: usize,
 }
 
-pub struct Synth<'a> {
-    pub w: &'a mut Writer,
+/// Writes into a file for `record`, into memory for `top` (which feeds
+/// the records to the live engine).
+pub struct Synth<'a, W: Write + Seek = File> {
+    pub w: &'a mut PerfFileWriter<W>,
     pub book: &'a SharedBook,
     pub capture: Capture,
     pub bpf_event: bool,
@@ -87,7 +88,7 @@ fn zero() -> SampleId {
     SampleId::default()
 }
 
-impl Synth<'_> {
+impl<W: Write + Seek> Synth<'_, W> {
     fn put(&mut self, rec: &Record<'_>, misc: u16) -> perfdata::Result<()> {
         self.out.records += 1;
         self.w.write(rec, misc, &zero())

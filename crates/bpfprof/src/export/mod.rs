@@ -23,7 +23,7 @@ use std::borrow::Cow;
 
 use crate::analyze::profile::{sampling_attr, Counts, Profile, RowKey, SampleAt};
 use crate::analyze::table::Filters;
-use crate::symbolize::{DsoKind, Frame};
+use crate::symbolize::{CommId, DsoKind, Frame};
 
 /// What an export can fail on.
 #[derive(Debug, thiserror::Error)]
@@ -111,10 +111,15 @@ pub fn frame_name(p: &Profile, f: Frame) -> Cow<'_, str> {
 
 /// The command of a row, as the first frame of a folded stack.
 pub fn comm_name<'p>(p: &'p Profile, k: &RowKey) -> &'p str {
+    comm_text(p, k.comm)
+}
+
+/// A command's name, `[unknown]` for none.
+pub fn comm_text(p: &Profile, c: CommId) -> &str {
     p.sym
         .threads
         .comms
-        .get(k.comm as usize)
+        .get(c as usize)
         .map_or("[unknown]", String::as_str)
 }
 

@@ -25,9 +25,32 @@ struct Line<'p> {
     dso: &'p str,
 }
 
-/// Write every sample of the profile's event, as `perf script` with no
-/// options does. The profile must have been built with `samples`.
-pub fn write(file: &PerfFile, p: &Profile, out: &mut dyn Write) -> Result<(), ExportError> {
+/// Which samples to print, as perf script's `--comm`, `--pid` and
+/// `--tid` choose them: the command a line shows, the sample's process
+/// and thread. Empty lists keep all.
+#[derive(Debug, Clone, Default)]
+pub struct Only {
+    pub comms: Vec<String>,
+    pub pids: Vec<u32>,
+    pub tids: Vec<u32>,
+}
+
+impl Only {
+    fn keep(&self, comm: &str, s: &perfdata::Sample) -> bool {
+        (self.comms.is_empty() || self.comms.iter().any(|c| c == comm))
+            && (self.pids.is_empty() || self.pids.contains(&s.pid))
+            && (self.tids.is_empty() || self.tids.contains(&s.tid))
+    }
+}
+
+/// Write every sample of the profile's event that `only` keeps, as
+/// `perf script` does. The profile must have been built with `samples`.
+pub fn write(
+    file: &PerfFile,
+    p: &Profile,
+    only: &Only,
+    out: &mut dyn Write,
+) -> Result<(), ExportError> {
     let event = &file.attrs()[sampling_attr(file)].name;
     let mut chain: Vec<u32> = Vec::with_capacity(128);
     for_each_sample(file, p, |s, at| {
@@ -37,6 +60,9 @@ pub fn write(file: &PerfFile, p: &Profile, out: &mut dyn Write) -> Result<(), Ex
             .comms
             .get(at.key.comm as usize)
             .map_or(":-1", String::as_str);
+        if !only.keep(comm, s) {
+            return Ok(());
+        }
         let (secs, usecs) = (s.time / 1_000_000_000, s.time % 1_000_000_000 / 1000);
         chain.clear();
         let mut node = match corrupt(s.callchain()) {

@@ -30,8 +30,7 @@ pub fn write(
     title: &str,
     out: &mut dyn Write,
 ) -> Result<(), ExportError> {
-    let stacks = folded::lines(p, filters);
-    let lines: Vec<String> = stacks.iter().map(|(s, n)| format!("{s} {n}")).collect();
+    let tree = folded::Tree::build(p, filters);
     let mut palette = PaletteMap::default();
     let (attrs, details) = bpf_attrs(p, &mut palette)?;
     let mut opts = Options::default();
@@ -39,9 +38,18 @@ pub fn write(
     opts.count_name = "samples".into();
     opts.palette_map = Some(&mut palette);
     opts.func_frameattrs = attrs;
-    // The lines come sorted (a BTreeMap): inferno need not sort again.
+    // inferno omits frames narrower than `min_width` percent of the graph
+    // (its own expression, to the last bit): their subtrees can come as
+    // two lines each (`Tree::lines`), and the graph is the same.
+    let min = opts.min_width / (100.0 / tree.total() as f64);
+    let lines: Vec<String> = tree
+        .lines(min)
+        .into_iter()
+        .map(|(s, n)| format!("{s} {n}"))
+        .collect();
+    // The lines come sorted: inferno need not sort again.
     opts.no_sort = true;
-    if stacks.is_empty() {
+    if lines.is_empty() {
         // inferno refuses to draw nothing; an empty graph says more.
         writeln!(
             out,

@@ -14,6 +14,7 @@ pub mod kallsyms;
 mod kallsyms_cache;
 pub mod kcore;
 mod libiberty;
+pub mod lines;
 mod loader;
 mod plt;
 mod threads;

@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub mod chromium;
+pub mod firefox;
 
 use crate::support;
 

@@ -98,7 +98,7 @@ fn plural(n: u64, one: &str, many: &str) -> String {
 
 /// `s` in at most `n` characters; a cut one ends in `…`, so a name that
 /// is cut is never mistaken for a whole one.
-fn cut(s: &str, n: usize) -> std::borrow::Cow<'_, str> {
+pub(super) fn cut(s: &str, n: usize) -> std::borrow::Cow<'_, str> {
     if s.chars().count() <= n {
         return s.into();
     }

@@ -1,0 +1,312 @@
+//! `bpfprof top` in a real terminal: a detached tmux session of fixed
+//! size, read back with capture-pane. A program loaded after top starts
+//! must show with its cost; sorting, `/` filtering and resizing redraw;
+//! `q` and SIGTERM give the shell back its screen.
+
+mod support;
+
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use support::{live, require, Bpftrace};
+
+const PROMPT: &str = "top-test$ ";
+
+/// A tmux server of our own (its own socket), killed when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// A session of `cols` x `rows` running an interactive shell.
+    fn start(cols: u16, rows: u16) -> Tmux {
+        let socket = format!("bpfprof-top-{}-{cols}", std::process::id());
+        let t = Tmux { socket };
+        let ok = t
+            .cmd()
+            .args(["new-session", "-d", "-s", "top", "-x"])
+            .arg(cols.to_string())
+            .arg("-y")
+            .arg(rows.to_string())
+            .arg(format!("env PS1='{PROMPT}' sh"))
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "tmux new-session failed");
+        // capture-pane drops trailing blanks: the prompt's space too.
+        t.wait_for("the shell's prompt", |s| s.contains(PROMPT.trim_end()));
+        t
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket]);
+        c
+    }
+
+    fn out(&self, args: &[&str]) -> String {
+        let o = self.cmd().args(args).output().expect("tmux runs");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.out(&["capture-pane", "-p", "-t", "top"])
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let ok = self
+            .cmd()
+            .args(["send-keys", "-t", "top"])
+            .args(keys)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "tmux send-keys {keys:?}");
+    }
+
+    /// Poll the screen until `ok` holds; the screen then.
+    fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let s = self.screen();
+            if ok(&s) {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "waited for {what}; screen:\n{s}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn alternate_screen(&self) -> bool {
+        self.out(&["display-message", "-p", "-t", "top", "#{alternate_on}"])
+            .trim()
+            == "1"
+    }
+
+    fn pane_pid(&self) -> u32 {
+        self.out(&["display-message", "-p", "-t", "top", "#{pane_pid}"])
+            .trim()
+            .parse()
+            .expect("pane pid")
+    }
+
+    /// Back at the prompt, with the alternate screen gone.
+    fn wait_restored(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.alternate_screen() || !self.screen().trim_end().ends_with(PROMPT.trim_end()) {
+            if Instant::now() >= deadline {
+                let stuck: Vec<String> = children_of(self.pane_pid())
+                    .into_iter()
+                    .flat_map(threads)
+                    .collect();
+                panic!(
+                    "terminal not restored; threads under the shell: {stuck:#?}\nscreen:\n{}",
+                    self.screen()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").status();
+    }
+}
+
+fn ready() -> bool {
+    let has = |c: &str| Command::new(c).arg("-V").output().is_ok();
+    live(false)
+        && require(has("tmux"), "needs tmux (apt-get install tmux)")
+        && require(
+            Command::new("bpftrace").arg("--version").output().is_ok(),
+            "needs bpftrace (apt-get install bpftrace)",
+        )
+}
+
+fn top_command() -> String {
+    format!("{} top -F 199 -d 0.5", env!("CARGO_BIN_EXE_bpfprof"))
+}
+
+/// Call getppid(2) on a thread until dropped.
+struct Loop(Arc<AtomicBool>, Option<std::thread::JoinHandle<()>>);
+
+impl Loop {
+    fn start() -> Loop {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let h = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                for _ in 0..1000 {
+                    std::hint::black_box(std::os::unix::process::parent_id());
+                }
+            }
+        });
+        Loop(stop, Some(h))
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+        if let Some(h) = self.1.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// The BPF pane's lines naming `name`, in screen order.
+fn lines_with<'a>(screen: &'a str, name: &str) -> Vec<&'a str> {
+    screen.lines().filter(|l| l.contains(name)).collect()
+}
+
+/// The Total column of the first line naming `name`, if it shows a cost.
+fn total_of(screen: &str, name: &str) -> Option<f64> {
+    let line = lines_with(screen, name).into_iter().next()?;
+    line.split_whitespace()
+        .next()?
+        .strip_suffix('%')?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn a_program_loaded_after_start_shows_sorts_filters_and_resizes() {
+    if !ready() {
+        return;
+    }
+    let _one = support::one_at_a_time();
+    let t = Tmux::start(160, 40);
+    t.keys(&[&top_command(), "Enter"]);
+    t.wait_for("the BPF pane", |s| s.contains("BPF programs ("));
+    assert!(t.alternate_screen(), "top draws on the alternate screen");
+
+    // Loaded after top started: one busy program, one idle.
+    let _bt = Bpftrace::start(
+        "tracepoint:syscalls:sys_enter_getppid { @c[comm, pid] = count(); } \
+         tracepoint:syscalls:sys_enter_getpgid { @g = count(); }",
+    );
+    let _work = Loop::start();
+    let s = t.wait_for("sys_enter_getpp with a cost", |s| {
+        total_of(s, "sys_enter_getpp").is_some_and(|v| v > 0.0)
+    });
+    let line = lines_with(&s, "sys_enter_getpp")[0];
+    assert!(line.contains("tracepoint"), "type shown: {line}");
+    assert!(line.contains("bpftrace"), "owner shown: {line}");
+
+    // `/` keeps what matches, by program name.
+    t.keys(&["/", "sys_enter_getp", "Enter"]);
+    let s = t.wait_for("the filter", |s| {
+        s.contains("[filter: sys_enter_getp]") && s.contains("sys_enter_getpg")
+    });
+    let shown: Vec<&str> = s
+        .lines()
+        .skip_while(|l| !l.contains("; last interval;"))
+        .skip(2)
+        .take_while(|l| !l.contains("Symbols ("))
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    assert!(
+        shown.iter().all(|l| l.contains("sys_enter_getp")),
+        "only matching programs: {shown:#?}"
+    );
+    // By total the busy one first; by name (`<` from total wraps to it)
+    // getpg before getpp.
+    let order = |s: &str| {
+        let a = s.find("sys_enter_getpg").unwrap();
+        let b = s.find("sys_enter_getpp").unwrap();
+        a < b
+    };
+    let s = t.wait_for("sort by total", |s| {
+        s.contains("sys_enter_getpg") && total_of(s, "sys_enter_getpp").is_some_and(|v| v > 0.0)
+    });
+    assert!(!order(&s), "busy program first by total:\n{s}");
+    t.keys(&["<"]);
+    let s = t.wait_for("sort by name", |s| s.contains("sort: name"));
+    assert!(order(&s), "by name:\n{s}");
+
+    // Enter opens the selected program: its sub-programs and source lines.
+    t.keys(&["Enter"]);
+    t.wait_for("the program's view", |s| {
+        s.contains("(Esc: back)")
+            && s.contains("sub-programs")
+            && s.contains("hottest source lines")
+    });
+    t.keys(&["Escape"]);
+    t.wait_for("the list again", |s| s.contains("; last interval;"));
+
+    // A narrower window redraws at its width: the panes' top borders span
+    // the new width exactly.
+    let border = |s: &str, w: usize| {
+        s.lines()
+            .filter(|l| l.contains("BPF programs (") && l.ends_with('─'))
+            .any(|l| l.chars().count() == w)
+    };
+    assert!(border(&t.screen(), 160));
+    t.out(&["resize-window", "-t", "top", "-x", "100", "-y", "30"]);
+    t.wait_for("a redraw at 100 columns", |s| border(s, 100));
+
+    t.keys(&["q"]);
+    t.wait_restored();
+}
+
+#[test]
+fn sigterm_gives_the_terminal_back() {
+    if !ready() {
+        return;
+    }
+    let _one = support::one_at_a_time();
+    let t = Tmux::start(120, 30);
+    t.keys(&[&top_command(), "Enter"]);
+    t.wait_for("the BPF pane", |s| s.contains("BPF programs ("));
+    let shell = t.pane_pid();
+    let top = children_of(shell);
+    assert_eq!(top.len(), 1, "one bpfprof under the shell: {top:?}");
+    let ok = Command::new("kill")
+        .args(["-TERM", &top[0].to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok);
+    t.wait_restored();
+}
+
+/// Each thread of `pid` with where it waits, for a failure's message.
+fn threads(pid: u32) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .map(|t| {
+            let read = |f: &str| std::fs::read_to_string(t.path().join(f)).unwrap_or_default();
+            format!(
+                "{pid}/{}: {} in {}",
+                t.file_name().to_string_lossy(),
+                read("comm").trim(),
+                read("wchan")
+            )
+        })
+        .collect()
+}
+
+/// Processes whose parent is `pid`, from /proc.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // The fields after the command, which is in parentheses.
+        let Some(rest) = stat.rsplit_once(')').map(|x| x.1) else {
+            continue;
+        };
+        let ppid: Option<u32> = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
+        if ppid == Some(pid) {
+            v.push(child);
+        }
+    }
+    v
+}
