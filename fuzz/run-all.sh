@@ -8,7 +8,8 @@
 # Needs cargo-fuzz (`cargo install cargo-fuzz`) and a nightly toolchain.
 # Env: FUZZ_TIME (seconds per target, default 900), FUZZ_TARGET_DIR (build
 # dir, default fuzz/target), FUZZ_RSS_MB (default 2048: a parser allocating
-# more than that is a bug, reported as an oom/malloc crash).
+# more than that is a bug, reported as an oom/malloc crash), FUZZ_NO_BUILD
+# (set: run the binaries already built).
 # Logs and the table go to fuzz/logs/ (gitignored); crashes to
 # fuzz/artifacts/<target>/.
 set -eu
@@ -24,7 +25,9 @@ else
 fi
 
 # One build of every target first, so that the timed runs only fuzz.
-if [ $# -gt 0 ]; then
+if [ -n "${FUZZ_NO_BUILD:-}" ]; then
+    : # the binaries in $tdir as they are (FUZZ_NO_BUILD=1)
+elif [ $# -gt 0 ]; then
     for t in $targets; do nice -n 19 cargo +nightly fuzz build --target-dir "$tdir" "$t"; done
 else
     nice -n 19 cargo +nightly fuzz build --target-dir "$tdir"
@@ -32,8 +35,10 @@ fi
 bin=$tdir/x86_64-unknown-linux-gnu/release
 
 mkdir -p logs
+# Appended to, one table per run, so that runs of a few targets add up.
 table=logs/summary.md
-printf '| target | time (s) | runs | exec/s | corpus files | corpus bytes | cov | crashes |\n' >"$table"
+printf '\n%s, %s s per target:\n\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$time" >>"$table"
+printf '| target | time (s) | runs | exec/s | corpus files | corpus bytes | cov | crashes |\n' >>"$table"
 printf '|---|---|---|---|---|---|---|---|\n' >>"$table"
 for t in $targets; do
     corpus=$here/corpus/$t
