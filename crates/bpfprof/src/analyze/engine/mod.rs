@@ -427,12 +427,17 @@ impl Engine {
         leaf: u32,
     ) {
         if attr as usize != self.sampling {
+            // A name is copied once per event, not once per sample.
             let name = self
                 .attr_names
                 .get(attr as usize)
-                .cloned()
-                .unwrap_or_default();
-            *self.p.other_events.entry(name).or_default() += 1;
+                .map_or("", String::as_str);
+            match self.p.other_events.get_mut(name) {
+                Some(n) => *n += 1,
+                None => {
+                    self.p.other_events.insert(name.to_string(), 1);
+                }
+            }
             return;
         }
         let kernel = is_kernel_mode(misc, ip);
