@@ -6,11 +6,9 @@ mod support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use serde_json::Value;
-use support::{bpfprof, live, require, Bpftrace};
+use support::{bpfprof, live, require, Bpftrace, GetppidLoop};
 
 const SCRIPT: &str = "tracepoint:syscalls:sys_enter_getppid { @c[comm, pid] = count(); }";
 
@@ -87,33 +85,6 @@ fn run_cnt(id: u64) -> u64 {
     v["run_cnt"].as_u64().unwrap_or(0)
 }
 
-/// getppid(2) on a thread until dropped: runs the program.
-struct Loop(Arc<AtomicBool>, Option<std::thread::JoinHandle<()>>);
-
-impl Loop {
-    fn start() -> Loop {
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
-        let h = std::thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
-                for _ in 0..1000 {
-                    std::hint::black_box(std::os::unix::process::parent_id());
-                }
-            }
-        });
-        Loop(stop, Some(h))
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-        if let Some(h) = self.1.take() {
-            let _ = h.join();
-        }
-    }
-}
-
 fn prog_in(line: &Value, id: u64) -> Option<&Value> {
     line["programs"].as_array()?.iter().find(|p| p["id"] == id)
 }
@@ -126,7 +97,7 @@ fn run_counts_match_bpftool_over_the_same_intervals() {
     let _one = support::one_at_a_time();
     let bt = Bpftrace::start(SCRIPT);
     let id = prog_of(bt.pid());
-    let _work = Loop::start();
+    let _work = GetppidLoop::start();
     let before = run_cnt(id);
     let mut top = bpfprof()
         .args([
@@ -196,7 +167,7 @@ fn shares_agree_with_a_recording_of_the_same_period() {
     let _one = support::one_at_a_time();
     let bt = Bpftrace::start(SCRIPT);
     let id = prog_of(bt.pid());
-    let _work = Loop::start();
+    let _work = GetppidLoop::start();
     let dir = support::tempdir();
     let data = support::path(&dir, "same.data");
     let mut top = bpfprof()
@@ -284,7 +255,7 @@ fn csv_has_a_row_per_program_per_interval() {
     let _one = support::one_at_a_time();
     let bt = Bpftrace::start(SCRIPT);
     let id = prog_of(bt.pid());
-    let _work = Loop::start();
+    let _work = GetppidLoop::start();
     let out =
         support::stdout(bpfprof().args(["top", "--csv", "-F", "199", "-d", "0.5", "-n", "3"]));
     let mut lines = out.lines();

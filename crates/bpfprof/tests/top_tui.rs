@@ -6,11 +6,9 @@
 mod support;
 
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::{live, require, Bpftrace};
+use support::{live, require, Bpftrace, GetppidLoop};
 
 const PROMPT: &str = "top-test$ ";
 
@@ -129,33 +127,6 @@ fn top_command() -> String {
     format!("{} top -F 199 -d 0.5", env!("CARGO_BIN_EXE_bpfprof"))
 }
 
-/// Call getppid(2) on a thread until dropped.
-struct Loop(Arc<AtomicBool>, Option<std::thread::JoinHandle<()>>);
-
-impl Loop {
-    fn start() -> Loop {
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
-        let h = std::thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
-                for _ in 0..1000 {
-                    std::hint::black_box(std::os::unix::process::parent_id());
-                }
-            }
-        });
-        Loop(stop, Some(h))
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-        if let Some(h) = self.1.take() {
-            let _ = h.join();
-        }
-    }
-}
-
 /// The BPF pane's lines naming `name`, in screen order.
 fn lines_with<'a>(screen: &'a str, name: &str) -> Vec<&'a str> {
     screen.lines().filter(|l| l.contains(name)).collect()
@@ -187,7 +158,7 @@ fn a_program_loaded_after_start_shows_sorts_filters_and_resizes() {
         "tracepoint:syscalls:sys_enter_getppid { @c[comm, pid] = count(); } \
          tracepoint:syscalls:sys_enter_getpgid { @g = count(); }",
     );
-    let _work = Loop::start();
+    let _work = GetppidLoop::start();
     let s = t.wait_for("sys_enter_getpp with a cost", |s| {
         total_of(s, "sys_enter_getpp").is_some_and(|v| v > 0.0)
     });

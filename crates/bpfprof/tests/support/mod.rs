@@ -144,6 +144,38 @@ pub fn getpid_until(until: std::time::Instant) -> u64 {
     n
 }
 
+/// getppid(2) on a thread of its own until dropped: runs whatever BPF
+/// program is attached to sys_enter_getppid, for as long as a test needs.
+pub struct GetppidLoop(
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    Option<std::thread::JoinHandle<()>>,
+);
+
+impl GetppidLoop {
+    pub fn start() -> GetppidLoop {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let h = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                for _ in 0..1000 {
+                    std::hint::black_box(std::os::unix::process::parent_id());
+                }
+            }
+        });
+        GetppidLoop(stop, Some(h))
+    }
+}
+
+impl Drop for GetppidLoop {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(h) = self.1.take() {
+            let _ = h.join();
+        }
+    }
+}
+
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
 }
