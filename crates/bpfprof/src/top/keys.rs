@@ -5,6 +5,7 @@
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::window::{ProgLine, SymLine};
+use crate::tui::filter::{Edit, Filter};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pane {
@@ -59,11 +60,9 @@ pub struct UiState {
     pub pane: Pane,
     pub bpf_sort: usize,
     pub sym_sort: usize,
-    /// The filter in force (empty: none): a substring of a program's name
-    /// or owner's command, of a symbol's name or its thread's command.
-    pub filter: String,
-    /// The filter being typed after `/`.
-    pub editing: Option<String>,
+    /// A substring of a program's name or owner's command, of a symbol's
+    /// name or its thread's command.
+    pub filter: Filter,
     /// Selected line in each pane.
     pub selected: [usize; 2],
     /// The program opened with Enter.
@@ -78,8 +77,7 @@ impl Default for UiState {
             pane: Pane::Bpf,
             bpf_sort: 0,
             sym_sort: 0,
-            filter: String::new(),
-            editing: None,
+            filter: Filter::default(),
             selected: [0, 0],
             detail: None,
             quit: false,
@@ -104,38 +102,30 @@ impl UiState {
     /// Apply one key. `progs` is the BPF pane as shown (sorted, filtered),
     /// for Enter to know which program is selected.
     pub fn key(&mut self, k: KeyEvent, progs: &[ProgLine]) {
-        if let Some(text) = &mut self.editing {
-            match k.code {
-                KeyCode::Enter => {
-                    self.filter = std::mem::take(text);
-                    self.editing = None;
-                    self.selected = [0, 0];
-                }
-                KeyCode::Esc => self.editing = None,
-                KeyCode::Backspace => {
-                    text.pop();
-                }
-                KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
-                    self.quit = true
-                }
-                KeyCode::Char(c) => text.push(c),
-                _ => {}
+        match self.filter.key(k) {
+            Edit::Pass => {}
+            Edit::Taken => return,
+            Edit::Applied => {
+                self.selected = [0, 0];
+                return;
             }
-            return;
+            Edit::Quit => {
+                self.quit = true;
+                return;
+            }
         }
         let i = self.pane_index();
         match k.code {
             KeyCode::Char('q') => self.quit = true,
             KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => self.quit = true,
             KeyCode::Esc if self.detail.is_some() => self.detail = None,
-            KeyCode::Esc => self.filter.clear(),
+            KeyCode::Esc => self.filter.text.clear(),
             KeyCode::Tab | KeyCode::BackTab => {
                 self.pane = match self.pane {
                     Pane::Bpf => Pane::Symbols,
                     Pane::Symbols => Pane::Bpf,
                 }
             }
-            KeyCode::Char('/') => self.editing = Some(self.filter.clone()),
             KeyCode::Char('>') | KeyCode::Char('.') => self.step_sort(1),
             KeyCode::Char('<') | KeyCode::Char(',') => self.step_sort(-1),
             KeyCode::Char('s') => self.toggle_stats = true,
@@ -166,14 +156,13 @@ impl UiState {
 
     /// Whether a program passes the filter.
     pub fn keeps_prog(&self, p: &ProgLine) -> bool {
-        let f = &self.filter;
-        f.is_empty() || p.name.contains(f.as_str()) || p.owners.iter().any(|o| o.comm.contains(f))
+        self.filter
+            .keeps(std::iter::once(p.name.as_str()).chain(p.owners.iter().map(|o| o.comm.as_str())))
     }
 
     /// Whether a symbol row of thread command `comm` passes the filter.
     pub fn keeps_sym(&self, sym: &str, comm: &str) -> bool {
-        let f = &self.filter;
-        f.is_empty() || sym.contains(f.as_str()) || comm.contains(f.as_str())
+        self.filter.keeps([sym, comm].into_iter())
     }
 }
 
@@ -248,10 +237,10 @@ mod tests {
         for c in ['/', 'g', 'e', 't', 'x'] {
             s.key(key(KeyCode::Char(c)), &[]);
         }
-        assert!(s.filter.is_empty(), "not applied before Enter");
+        assert!(s.filter.text.is_empty(), "not applied before Enter");
         s.key(key(KeyCode::Backspace), &[]);
         s.key(key(KeyCode::Enter), &[]);
-        assert_eq!(s.filter, "get");
+        assert_eq!(s.filter.text, "get");
         assert!(s.keeps_prog(&prog(1, "sys_enter_getppid", 0)));
         assert!(!s.keeps_prog(&prog(2, "xdp_pass", 0)));
         assert!(s.keeps_sym("x", "getter"));
@@ -260,9 +249,9 @@ mod tests {
         s.key(key(KeyCode::Char('q')), &[]);
         assert!(!s.quit);
         s.key(key(KeyCode::Esc), &[]);
-        assert_eq!(s.filter, "get");
+        assert_eq!(s.filter.text, "get");
         s.key(key(KeyCode::Esc), &[]);
-        assert!(s.filter.is_empty());
+        assert!(s.filter.text.is_empty());
         s.key(key(KeyCode::Char('q')), &[]);
         assert!(s.quit);
     }

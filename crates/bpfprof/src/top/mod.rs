@@ -4,17 +4,16 @@
 //! hottest symbols over a decaying window, as perf top shows them.
 //!
 //! `live` runs the capture and the engine; `model` takes plain snapshots
-//! of the profile; `window` turns them into one refresh; `keys`, `ui` and
-//! `term` are the terminal UI; `json` the line-per-interval outputs.
+//! of the profile; `window` turns them into one refresh; `keys`, `screen` and
+//! `ui` are the terminal UI (with the pieces in `crate::tui`); `json` the line-per-interval outputs.
 
-mod json;
-mod keys;
+pub(crate) mod json;
+pub(crate) mod keys;
 mod live;
 mod model;
 mod screen;
-mod term;
 mod ui;
-mod window;
+pub(crate) mod window;
 
 use std::io::{IsTerminal, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -67,7 +66,7 @@ pub fn run(o: &TopOptions) -> anyhow::Result<i32> {
 
 /// The UI on its own thread, the capture loop on this one.
 fn run_tui(live: &mut Live, o: &TopOptions, wake: &OwnedFd) -> anyhow::Result<()> {
-    let term = term::Term::enter().context("setting up the terminal")?;
+    let term = crate::tui::term::Term::enter().context("setting up the terminal")?;
     let (ui_wake_r, ui_wake_w) = sys::pipe(true)?;
     let (tx, rx) = std::sync::mpsc::channel();
     let shared = Arc::new(screen::Shared {

@@ -13,7 +13,8 @@ use ratatui::crossterm::event::{self, Event, KeyEventKind};
 
 use super::model::Snapshot;
 use super::window::{Interval, Window};
-use super::{keys, term, ui};
+use super::{keys, ui};
+use crate::tui::term;
 
 /// One refresh, as the capture loop sends it.
 pub struct Update {
