@@ -272,8 +272,10 @@ impl Live {
         Ok(())
     }
 
-    /// Everything so far as plain numbers, and what `also` reads from the
-    /// same resolved profile (resolving is the costly part of a refresh).
+    /// Everything since the last snapshot as plain numbers, and what `also`
+    /// reads from the same resolved profile. The engine's counts are
+    /// dropped then, so each refresh resolves one interval's rows and
+    /// stacks, not the whole session's.
     pub fn snapshot<T>(&mut self, also: impl FnOnce(&Profile) -> T) -> (Snapshot, T) {
         self.sync_programs();
         if self.meta_due > 0 {
@@ -283,6 +285,7 @@ impl Live {
         let p = self.engine.profile();
         let extra = also(p);
         let mut s = Snapshot::from_profile(p);
+        self.engine.clear_counts();
         for (id, p) in s.progs.iter_mut() {
             // Owners and attachments as last seen: the engine got them
             // when the program was added, often before it was attached.

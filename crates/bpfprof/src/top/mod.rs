@@ -247,7 +247,7 @@ fn nix_read(fd: &OwnedFd, buf: &mut [u8]) -> Option<usize> {
     f.read(buf).ok()
 }
 
-/// A program's hottest source lines since start, from the annotation of
+/// A program's hottest source lines over the last interval, from the annotation of
 /// its JIT code that `annotate` prints.
 fn hot_lines(p: &Profile, id: u32) -> (u32, Vec<ui::HotLine>, Option<String>) {
     let opts = AnnotateOptions {

@@ -1,5 +1,6 @@
-//! One look at the live profile, cumulative since `top` started: plain
-//! numbers the window diffs. Kept apart from the engine so that the window,
+//! One look at the live profile, over the interval since the last one
+//! (the engine forgets its counts after each): plain numbers the window
+//! adds up. Kept apart from the engine so that the window,
 //! the UI and the JSON are tested on made-up snapshots.
 
 use std::collections::BTreeMap;
@@ -20,7 +21,7 @@ pub struct SymKey {
     pub comm: String,
 }
 
-/// A program's cumulative numbers.
+/// A program's numbers over the interval.
 #[derive(Debug, Clone, Default)]
 pub struct ProgCum {
     pub id: u32,
@@ -40,10 +41,10 @@ pub struct ProgCum {
     pub load_time_ns: Option<u64>,
 }
 
-/// Everything `top` shows, as of one moment.
+/// Everything `top` shows of one interval.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    /// Samples of the sampling event so far.
+    /// Samples of the sampling event in the interval.
     pub samples: u64,
     pub lost: u64,
     pub callchains: bool,

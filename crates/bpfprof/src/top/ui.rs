@@ -11,7 +11,7 @@ use super::keys::{BpfSort, Pane, SymSort, UiState};
 use super::window::{ProgLine, SymLine};
 use crate::tui::widgets::{self, fit, highlight, lengths, pane_block, NAME_MIN};
 
-/// One of a program's source lines, with its samples since start.
+/// One of a program's source lines, with its samples over the last interval.
 #[derive(Debug, Clone)]
 pub struct HotLine {
     pub place: String,
@@ -121,7 +121,7 @@ fn draw_detail(f: &mut Frame<'_>, area: Rect, d: &Detail, s: &UiState) {
         )));
     }
     lines.push(Line::from(
-        "hottest source lines (own samples since start):",
+        "hottest source lines (own samples, last interval):",
     ));
     for h in &d.lines {
         lines.push(Line::from(format!(
