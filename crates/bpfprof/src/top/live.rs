@@ -326,11 +326,16 @@ impl Live {
         (s, extra)
     }
 
+    /// End the session; `top` exits next.
     pub fn stop(self) {
         self.opened.disable_sampling();
         if let Some(s) = self.side {
             s.stop();
         }
-        // Dropping the stats fd turns BPF_ENABLE_STATS back off.
+        // Dropping the stats fd turns BPF_ENABLE_STATS back off. The
+        // engine's state (every process's maps and symbols) is left to the
+        // exit: freed one allocation at a time, it only kept the shell's
+        // prompt waiting.
+        std::mem::forget(self.engine);
     }
 }

@@ -175,6 +175,14 @@ fn run_loop(
         }
         let t0 = Instant::now();
         live.drain();
+        // A `q` pressed during the drain ends the session before the
+        // refresh, the one slow step, rather than after it.
+        if ui
+            .as_ref()
+            .is_some_and(|u| u.shared.quit.load(Ordering::SeqCst))
+        {
+            return Ok(());
+        }
         let t1 = Instant::now();
         let open = ui
             .as_ref()
