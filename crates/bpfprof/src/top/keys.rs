@@ -139,7 +139,7 @@ impl UiState {
             KeyCode::Enter if self.pane == Pane::Bpf => {
                 let n = progs.len();
                 if n > 0 {
-                    self.detail = Some(progs[self.selected[0].min(n - 1)].id);
+                    self.detail = Some(progs[self.selected[0].min(n - 1)].head.id);
                 }
             }
             _ => {}
@@ -156,8 +156,9 @@ impl UiState {
 
     /// Whether a program passes the filter.
     pub fn keeps_prog(&self, p: &ProgLine) -> bool {
-        self.filter
-            .keeps(std::iter::once(p.name.as_str()).chain(p.owners.iter().map(|o| o.comm.as_str())))
+        self.filter.keeps(
+            std::iter::once(p.head.name.as_str()).chain(p.owners.iter().map(|o| o.comm.as_str())),
+        )
     }
 
     /// Whether a symbol row of thread command `comm` passes the filter.
@@ -168,24 +169,24 @@ impl UiState {
 
 /// The BPF pane's lines in the chosen order.
 pub fn sort_progs(v: &mut [ProgLine], by: BpfSort) {
-    let total = |p: &ProgLine| p.samples.total.unwrap_or(p.samples.own);
+    let total = |p: &ProgLine| p.head.samples.total.unwrap_or(p.head.samples.own);
     let f = |o: Option<f64>| o.unwrap_or(-1.0);
     v.sort_by(|a, b| {
         let o = match by {
             BpfSort::Total => total(b).cmp(&total(a)),
-            BpfSort::Own => b.samples.own.cmp(&a.samples.own),
-            BpfSort::Called => b.samples.called.cmp(&a.samples.called),
-            BpfSort::Hook => b.samples.hook.cmp(&a.samples.hook),
+            BpfSort::Own => b.head.samples.own.cmp(&a.head.samples.own),
+            BpfSort::Called => b.head.samples.called.cmp(&a.head.samples.called),
+            BpfSort::Hook => b.head.samples.hook.cmp(&a.head.samples.hook),
             BpfSort::RunsPerSec => f(b.runs_per_s).total_cmp(&f(a.runs_per_s)),
             BpfSort::AvgNs => f(b.avg_ns).total_cmp(&f(a.avg_ns)),
             // Newest first.
             BpfSort::Loaded => f(a.loaded_s)
                 .total_cmp(&f(b.loaded_s))
-                .then(b.id.cmp(&a.id)),
-            BpfSort::Id => a.id.cmp(&b.id),
-            BpfSort::Name => a.name.cmp(&b.name),
+                .then(b.head.id.cmp(&a.head.id)),
+            BpfSort::Id => a.head.id.cmp(&b.head.id),
+            BpfSort::Name => a.head.name.cmp(&b.head.name),
         };
-        o.then(a.id.cmp(&b.id))
+        o.then(a.head.id.cmp(&b.head.id))
     });
 }
 
@@ -201,34 +202,20 @@ pub fn sort_syms(v: &mut [SymLine], by: SymSort) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::bpf_view::{Parts, Shares};
+    use crate::analyze::bpf_view::Parts;
 
     fn key(c: KeyCode) -> KeyEvent {
         KeyEvent::new(c, KeyModifiers::NONE)
     }
 
     fn prog(id: u32, name: &str, own: u64) -> ProgLine {
-        ProgLine {
-            id,
-            name: name.into(),
-            tag: String::new(),
-            prog_type: String::new(),
-            samples: Parts {
-                own,
-                ..Default::default()
-            },
-            percent: Shares::default(),
-            subprogs: vec![],
-            owners: vec![],
-            attach: vec![],
-            run_cnt: None,
-            run_time_ns: None,
-            run_cnt_total: None,
-            runs_per_s: None,
-            avg_ns: None,
-            loaded_s: Some(id as f64),
-            unloaded: false,
-        }
+        let samples = Parts {
+            own,
+            ..Default::default()
+        };
+        let mut l = super::super::window::example(id, name, samples);
+        l.loaded_s = Some(id as f64);
+        l
     }
 
     #[test]
@@ -274,7 +261,7 @@ mod tests {
     fn enter_opens_the_selected_program() {
         let mut v = vec![prog(3, "c", 1), prog(1, "a", 5), prog(2, "b", 3)];
         sort_progs(&mut v, BpfSort::Total);
-        assert_eq!(v.iter().map(|p| p.id).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(v.iter().map(|p| p.head.id).collect::<Vec<_>>(), [1, 2, 3]);
         let mut s = UiState::default();
         s.key(key(KeyCode::Down), &v);
         s.key(key(KeyCode::Enter), &v);
@@ -282,8 +269,8 @@ mod tests {
         s.key(key(KeyCode::Esc), &v);
         assert_eq!(s.detail, None);
         sort_progs(&mut v, BpfSort::Name);
-        assert_eq!(v[0].name, "a");
+        assert_eq!(v[0].head.name, "a");
         sort_progs(&mut v, BpfSort::Loaded);
-        assert_eq!(v[0].id, 1, "loaded most recently first");
+        assert_eq!(v[0].head.id, 1, "loaded most recently first");
     }
 }

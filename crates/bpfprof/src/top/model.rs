@@ -73,15 +73,15 @@ impl Snapshot {
         if let Some(view) = bpf_view::summarize(p, &Filters::default()) {
             for g in view.programs {
                 s.progs.insert(
-                    g.id,
+                    g.head.id,
                     ProgCum {
-                        id: g.id,
-                        name: g.name,
-                        tag: g.tag,
-                        prog_type: g.prog_type,
-                        own: g.samples.own,
-                        called: g.samples.called,
-                        hook: g.samples.hook,
+                        id: g.head.id,
+                        name: g.head.name,
+                        tag: g.head.tag,
+                        prog_type: g.head.prog_type,
+                        own: g.head.samples.own,
+                        called: g.head.samples.called,
+                        hook: g.head.samples.hook,
                         subprogs: g
                             .subprogs
                             .into_iter()

@@ -132,7 +132,7 @@ fn draw_detail(f: &mut Frame<'_>, area: Rect, d: &Detail, s: &UiState) {
     if let Some(n) = &d.note {
         lines.push(Line::from(format!("  {n}")));
     }
-    let title = format!(" BPF program {} (Esc: back) ", p.id);
+    let title = format!(" BPF program {} (Esc: back) ", p.head.id);
     f.render_widget(
         Paragraph::new(lines).block(pane_block(title, s.pane == Pane::Bpf)),
         area,
@@ -185,7 +185,7 @@ fn draw_syms(f: &mut Frame<'_>, area: Rect, v: &View, s: &UiState) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::bpf_view::{Parts, Shares};
+    use crate::analyze::bpf_view::Parts;
 
     fn screen(v: &View, s: &UiState, w: u16, h: u16) -> String {
         widgets::screen(w, h, |f| draw(f, v, s))
@@ -194,33 +194,22 @@ mod tests {
     fn view() -> View {
         View {
             status: "bpfprof top".into(),
-            progs: vec![ProgLine {
-                id: 77,
-                name: "sys_enter_getpp".into(),
-                tag: "ab".into(),
-                prog_type: "tracepoint".into(),
-                samples: Parts {
-                    own: 4,
-                    called: Some(27),
-                    hook: Some(40),
-                    total: Some(71),
-                },
-                percent: Shares {
-                    own: 4.0,
-                    called: Some(27.0),
-                    hook: Some(40.0),
-                    total: Some(71.0),
-                },
-                subprogs: vec![],
-                owners: vec![],
-                attach: vec![],
-                run_cnt: None,
-                run_time_ns: None,
-                run_cnt_total: None,
-                runs_per_s: None,
-                avg_ns: None,
-                loaded_s: Some(130.0),
-                unloaded: true,
+            progs: vec![{
+                let mut l = super::super::window::example(
+                    77,
+                    "sys_enter_getpp",
+                    Parts {
+                        own: 4,
+                        called: Some(27),
+                        hook: Some(40),
+                        total: Some(71),
+                    },
+                );
+                l.head.tag = "ab".into();
+                l.head.prog_type = "tracepoint".into();
+                l.loaded_s = Some(130.0);
+                l.unloaded = true;
+                l
             }],
             syms: vec![SymLine {
                 kernel: true,

@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::model::{ProgCum, Snapshot, SymKey};
-use crate::analyze::bpf_view::{AttachPoint, Owner, Parts, Shares};
+use crate::analyze::bpf_view::{AttachPoint, Owner, Parts, ProgHead, Shares};
 
 /// The weight a symbol row keeps from one refresh to the next.
 pub const DECAY: f64 = 7.0 / 8.0;
@@ -20,18 +20,14 @@ pub const DECAY: f64 = 7.0 / 8.0;
 const FORGET: f64 = 0.05;
 
 /// One program over the last interval. The keys of `report --bpf --json`
-/// where they mean the same (`samples`, `percent`, `run_cnt`, ...), counted
-/// over the interval rather than over a recording.
-#[derive(Debug, Clone, Serialize)]
+/// where they mean the same (the head's, by sharing it; `owners`,
+/// `attach`, `run_cnt`, ...), counted over the interval rather than over a
+/// recording.
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct ProgLine {
-    pub id: u32,
-    pub name: String,
-    pub tag: String,
-    #[serde(rename = "type")]
-    pub prog_type: String,
-    pub samples: Parts,
-    /// Shares of all samples of the interval, in percent.
-    pub percent: Shares,
+    /// Its shares are of all samples of the interval.
+    #[serde(flatten)]
+    pub head: ProgHead,
     pub subprogs: Vec<SubLine>,
     pub owners: Vec<Owner>,
     pub attach: Vec<AttachPoint>,
@@ -125,8 +121,8 @@ impl Window {
             progs.push(prog_line(p, subprogs, runs, &now, secs, stats_on, &pct));
         }
         self.seen.extend(now.progs.keys());
-        let key = |l: &ProgLine| l.samples.total.unwrap_or(l.samples.own);
-        progs.sort_by(|a, b| key(b).cmp(&key(a)).then(a.id.cmp(&b.id)));
+        let key = |l: &ProgLine| l.head.samples.total.unwrap_or(l.head.samples.own);
+        progs.sort_by(|a, b| key(b).cmp(&key(a)).then(a.head.id.cmp(&b.head.id)));
 
         for w in self.weights.values_mut() {
             *w = (w.0 * DECAY, 0);
@@ -212,21 +208,23 @@ fn prog_line(
     let total = called.zip(hook).map(|(c, h)| own + c + h);
     let stats = now.stats.get(&p.id).filter(|_| stats_on);
     ProgLine {
-        id: p.id,
-        name: p.name.clone(),
-        tag: p.tag.clone(),
-        prog_type: p.prog_type.clone(),
-        samples: Parts {
-            own,
-            called,
-            hook,
-            total,
-        },
-        percent: Shares {
-            own: pct(own),
-            called: called.map(pct),
-            hook: hook.map(pct),
-            total: total.map(pct),
+        head: ProgHead {
+            id: p.id,
+            name: p.name.clone(),
+            tag: p.tag.clone(),
+            prog_type: p.prog_type.clone(),
+            samples: Parts {
+                own,
+                called,
+                hook,
+                total,
+            },
+            percent: Shares {
+                own: pct(own),
+                called: called.map(pct),
+                hook: hook.map(pct),
+                total: total.map(pct),
+            },
         },
         subprogs,
         owners: p.owners.clone(),
@@ -244,6 +242,28 @@ fn prog_line(
             .filter(|&t| t > 0 && now.boot_ns >= t)
             .map(|t| (now.boot_ns - t) as f64 / 1e9),
         unloaded: now.unloaded.contains(&p.id),
+    }
+}
+
+/// A program for the UI's and the outputs' tests: these samples, as
+/// shares of 100.
+#[cfg(test)]
+pub fn example(id: u32, name: &str, samples: Parts) -> ProgLine {
+    let pct = |n: u64| n as f64;
+    ProgLine {
+        head: ProgHead {
+            id,
+            name: name.into(),
+            samples,
+            percent: Shares {
+                own: pct(samples.own),
+                called: samples.called.map(pct),
+                hook: samples.hook.map(pct),
+                total: samples.total.map(pct),
+            },
+            ..Default::default()
+        },
+        ..Default::default()
     }
 }
 
@@ -285,22 +305,22 @@ mod tests {
     fn programs_show_the_last_interval_only() {
         let mut w = Window::default();
         let first = w.advance(snap(100, &[prog(1, 10, 5, 5)], &[]), 1.0, false);
-        assert_eq!(first.progs[0].samples.total, Some(20));
-        assert_eq!(first.progs[0].percent.total, Some(20.0));
+        assert_eq!(first.progs[0].head.samples.total, Some(20));
+        assert_eq!(first.progs[0].head.percent.total, Some(20.0));
         // 300 samples in the second interval, 30 + 10 + 20 of them in prog 1.
         let second = w.advance(
             snap(300, &[prog(1, 30, 10, 20), prog(2, 90, 0, 0)], &[]),
             1.0,
             false,
         );
-        let p1 = second.progs.iter().find(|p| p.id == 1).unwrap();
-        assert_eq!(p1.samples.own, 30);
-        assert_eq!(p1.samples.called, Some(10));
-        assert_eq!(p1.samples.hook, Some(20));
-        assert_eq!(p1.samples.total, Some(60));
-        assert!((p1.percent.total.unwrap() - 20.0).abs() < 1e-9);
+        let p1 = second.progs.iter().find(|p| p.head.id == 1).unwrap();
+        assert_eq!(p1.head.samples.own, 30);
+        assert_eq!(p1.head.samples.called, Some(10));
+        assert_eq!(p1.head.samples.hook, Some(20));
+        assert_eq!(p1.head.samples.total, Some(60));
+        assert!((p1.head.percent.total.unwrap() - 20.0).abs() < 1e-9);
         // The costlier program comes first.
-        assert_eq!(second.progs[0].id, 2);
+        assert_eq!(second.progs[0].head.id, 2);
         assert_eq!(second.samples, 300);
     }
 
@@ -378,6 +398,6 @@ mod tests {
         s.unloaded.push(7);
         let i = w.advance(s, 1.0, false);
         assert!(i.progs[0].unloaded);
-        assert_eq!(i.progs[0].samples.own, 0);
+        assert_eq!(i.progs[0].head.samples.own, 0);
     }
 }

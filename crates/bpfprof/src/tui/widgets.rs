@@ -86,14 +86,14 @@ pub fn prog_heading(p: &ProgLine) -> [String; 2] {
     [
         format!(
             "{} (id {}, {}, tag {}): total {}  self {:.2}%  called {}  hook {}  runs/s {}  avg ns {}",
-            p.name,
-            p.id,
-            p.prog_type,
-            p.tag,
-            pct(p.percent.total),
-            p.percent.own,
-            pct(p.percent.called),
-            pct(p.percent.hook),
+            p.head.name,
+            p.head.id,
+            p.head.prog_type,
+            p.head.tag,
+            pct(p.head.percent.total),
+            p.head.percent.own,
+            pct(p.head.percent.called),
+            pct(p.head.percent.hook),
             p.runs_per_s
                 .map_or_else(|| "-".into(), |r| format!("{r:.0}")),
             p.avg_ns.map_or_else(|| "-".into(), |n| format!("{n:.0}")),
@@ -142,19 +142,19 @@ pub fn draw_progs(f: &mut Frame<'_>, area: Rect, pane: ProgPane<'_>) {
     .style(Style::default().add_modifier(Modifier::UNDERLINED));
     let rows = pane.progs.iter().map(|p| {
         let name = match p.unloaded {
-            true => format!("{} [unloaded]", p.name),
-            false => p.name.clone(),
+            true => format!("{} [unloaded]", p.head.name),
+            false => p.head.name.clone(),
         };
         let cells = [
-            pct(p.percent.total),
-            format!("{:.2}%", p.percent.own),
-            pct(p.percent.called),
-            pct(p.percent.hook),
+            pct(p.head.percent.total),
+            format!("{:.2}%", p.head.percent.own),
+            pct(p.head.percent.called),
+            pct(p.head.percent.hook),
             p.runs_per_s
                 .map_or_else(|| "-".into(), |r| format!("{r:.0}")),
             p.avg_ns.map_or_else(|| "-".into(), |n| format!("{n:.0}")),
-            p.id.to_string(),
-            p.prog_type.clone(),
+            p.head.id.to_string(),
+            p.head.prog_type.clone(),
             name,
             attach_text(p),
             owner_text(p),

@@ -135,7 +135,7 @@ impl<'a> App<'a> {
             .iter()
             .filter(|(l, _)| {
                 self.filter.keeps(
-                    std::iter::once(l.name.as_str())
+                    std::iter::once(l.head.name.as_str())
                         .chain(l.owners.iter().map(|o| o.comm.as_str())),
                 )
             })
@@ -249,7 +249,7 @@ impl<'a> App<'a> {
                 };
                 let lines = rows::annotation(self.p, line, sum, self.callchains);
                 self.annotated = Some(Annotated {
-                    id: line.id,
+                    id: line.head.id,
                     lines,
                     scroll: 0,
                 });

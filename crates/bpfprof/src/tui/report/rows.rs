@@ -190,12 +190,7 @@ pub fn programs(p: &Profile, o: &ReportOptions) -> Vec<(ProgLine, ProgSummary)> 
 fn prog_line(s: &ProgSummary, secs: f64) -> ProgLine {
     let runs = s.run_cnt.filter(|&r| r > 0);
     ProgLine {
-        id: s.id,
-        name: s.name.clone(),
-        tag: s.tag.clone(),
-        prog_type: s.prog_type.clone(),
-        samples: s.samples,
-        percent: s.percent,
+        head: s.head.clone(),
         subprogs: s
             .subprogs
             .iter()
@@ -240,7 +235,7 @@ pub fn annotation(
         kcore: annotate::default_kcore().to_path_buf(),
         callchains,
     };
-    for t in annotate::annotate(p, &Selection::Prog(prog.id), None, &opts) {
+    for t in annotate::annotate(p, &Selection::Prog(prog.head.id), None, &opts) {
         out.push(String::new());
         match t {
             Target::Annotated(a) => {
