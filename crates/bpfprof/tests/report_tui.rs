@@ -2,7 +2,8 @@
 //! (as perf report does), driven in tmux: the rows shown are `--stdio`'s,
 //! Enter opens a row's call graph as `--stdio -g` draws it and a BPF
 //! program's annotation with `report --bpf --json`'s sub-program counts,
-//! `/` filters as a substring of the row, `q` gives the terminal back.
+//! `/` filters as a substring of the row, `q` and SIGTERM give the
+//! terminal back.
 //! Through a pipe the report is the table, byte for byte `--stdio`'s.
 
 mod support;
@@ -10,7 +11,7 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use support::tmux::Tmux;
+use support::tmux::{children_of, Tmux};
 use support::{bpfprof, live, require, stdout};
 
 fn ready() -> bool {
@@ -66,14 +67,12 @@ fn browse_rows_call_graphs_annotate_filter_and_quit() {
     assert!(rows.len() > 10, "a table to browse:\n{table}");
 
     let t = Tmux::start(220, 50);
-    t.keys(&[
-        &format!(
-            "{} report -i {}",
-            env!("CARGO_BIN_EXE_bpfprof"),
-            data.display()
-        ),
-        "Enter",
-    ]);
+    let command = format!(
+        "{} report -i {}",
+        env!("CARGO_BIN_EXE_bpfprof"),
+        data.display()
+    );
+    t.keys(&[&command, "Enter"]);
     let s = t.wait_for("the rows", |s| {
         s.contains(" Rows (") && s.contains("BPF programs (")
     });
@@ -188,5 +187,17 @@ fn browse_rows_call_graphs_annotate_filter_and_quit() {
     );
 
     t.keys(&["q"]);
+    t.wait_restored();
+
+    // SIGTERM gives the terminal back too.
+    t.keys(&[&command, "Enter"]);
+    t.wait_for("the rows", |s| s.contains(" Rows ("));
+    let report = children_of(t.pane_pid());
+    assert_eq!(report.len(), 1, "one bpfprof under the shell: {report:?}");
+    let ok = Command::new("kill")
+        .args(["-TERM", &report[0].to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok);
     t.wait_restored();
 }
