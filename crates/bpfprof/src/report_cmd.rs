@@ -177,8 +177,11 @@ fn decide(a: &ReportArgs, has_callchains: bool, tty: bool) -> Result<Decided> {
         || !a.comms.is_empty()
         || !a.pids.is_empty();
     // perf report's rule: a terminal gets the interface unless a way of
-    // printing is asked for. Rows by source line have no interface.
-    let tui = tty && !a.input.stdio && !a.json && !a.header && !a.header_only && !srcline;
+    // printing is asked for. `--bpf` prints its own view (hook sites, maps,
+    // stats: more than the interface's pane); rows by source line have no
+    // interface.
+    let printed = a.input.stdio || a.json || a.header || a.header_only || a.bpf;
+    let tui = tty && !printed && !srcline;
     // The interface opens call graphs when the file has them.
     let graphs = tui && has_callchains && a.call_graph != Some(CallGraph::None);
     Ok(Decided {
@@ -292,5 +295,33 @@ fn finish(r: std::io::Result<()>) -> Result<()> {
     match r {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => r.context("writing the report"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: ReportArgs,
+    }
+
+    fn tui(args: &[&str], tty: bool) -> bool {
+        let c = Cli::try_parse_from(std::iter::once("report").chain(args.iter().copied())).unwrap();
+        decide(&c.a, true, tty).unwrap().tui
+    }
+
+    #[test]
+    fn a_terminal_gets_the_interface_unless_printing_is_asked_for() {
+        assert!(tui(&[], true));
+        assert!(tui(&["-g", "caller", "--comm", "x"], true));
+        assert!(!tui(&[], false), "a pipe or a file gets the table");
+        for a in ["--stdio", "--json", "--header", "--header-only", "--bpf"] {
+            assert!(!tui(&[a], true), "{a}");
+        }
+        assert!(!tui(&["--sort", "srcline"], true));
     }
 }

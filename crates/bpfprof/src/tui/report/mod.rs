@@ -61,7 +61,7 @@ pub struct App<'a> {
 const TICK: Duration = Duration::from_millis(100);
 
 /// Browse the report until `q`; the terminal is given back on every way
-/// out (the guard, its panic hook, SIGTERM/SIGHUP seen here).
+/// out (the guard, its panic hook, SIGTERM seen here).
 pub fn run(p: &Profile, o: &ReportOptions, callchains: bool, title: String) -> io::Result<()> {
     let mut app = App::new(p, o, callchains, title);
     let (_wake_r, wake_w) = crate::capture::sys::pipe(true)?;
