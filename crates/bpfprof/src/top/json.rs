@@ -168,8 +168,8 @@ mod tests {
         l
     }
 
-    #[test]
-    fn json_keeps_the_bpf_report_keys() {
+    /// One second of 100 samples, with `line()`'s program.
+    fn interval() -> (Interval, Context<'static>) {
         let i = Interval {
             secs: 1.0,
             samples: 100,
@@ -182,6 +182,12 @@ mod tests {
             cpu_percent: 0.5,
             wall_s: 0,
         };
+        (i, cx)
+    }
+
+    #[test]
+    fn json_keeps_the_bpf_report_keys() {
+        let (i, cx) = interval();
         let mut out = Vec::new();
         json_line(&mut out, &i, &[], &cx).unwrap();
         assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 1);
@@ -198,18 +204,7 @@ mod tests {
 
     #[test]
     fn csv_quotes_and_matches_its_header() {
-        let i = Interval {
-            secs: 1.0,
-            samples: 100,
-            progs: vec![line()],
-            ..Default::default()
-        };
-        let cx = Context {
-            event: "cpu-clock",
-            elapsed_s: 1.0,
-            cpu_percent: 0.5,
-            wall_s: 0,
-        };
+        let (i, cx) = interval();
         let mut out = Vec::new();
         csv_rows(&mut out, &i, &cx).unwrap();
         let text = String::from_utf8(out).unwrap();

@@ -62,23 +62,14 @@ fn sym_sort_name(s: SymSort) -> &'static str {
 }
 
 pub fn draw(f: &mut Frame<'_>, v: &View, s: &UiState) {
-    let area = f.area();
-    if area.height < 8 || area.width < 20 {
-        f.render_widget(
-            Paragraph::new("bpfprof top: window too small (q quits)"),
-            area,
-        );
+    let Some([status, panes, keys]) = widgets::screen_parts(f, "bpfprof top", 8) else {
         return;
-    }
-    // Exact heights, for the reason `fit` gives.
-    let panes = area.height - 2;
-    let [status, bpf, syms, keys] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Length(panes / 2),
-        Constraint::Length(panes - panes / 2),
-        Constraint::Length(1),
+    };
+    let [bpf, syms] = Layout::vertical([
+        Constraint::Length(panes.height / 2),
+        Constraint::Length(panes.height - panes.height / 2),
     ])
-    .areas(area);
+    .areas(panes);
     f.render_widget(Paragraph::new(v.status.as_str()), status);
     match &v.detail {
         Some(d) => draw_detail(f, bpf, d, s),

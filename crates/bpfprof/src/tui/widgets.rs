@@ -2,9 +2,9 @@
 //! frames, and the BPF programs pane (one line per program with its cost
 //! in parts), so that `top` and `report` show programs the same way.
 
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
-use ratatui::widgets::{Block, Borders, Cell, Row, Table, TableState};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
 use crate::top::json::{attach_text, owner_text};
@@ -62,6 +62,26 @@ pub fn age(secs: f64) -> String {
         7200..=172_799 => format!("{}h", s / 3600),
         _ => format!("{}d", s / 86_400),
     }
+}
+
+/// The screen's status line, body and key line; `None` (with a word on
+/// the screen) when it is smaller than `min_height` lines or 20 columns.
+pub fn screen_parts(f: &mut Frame<'_>, who: &str, min_height: u16) -> Option<[Rect; 3]> {
+    let area = f.area();
+    if area.height < min_height.max(3) || area.width < 20 {
+        let text = format!("{who}: window too small (q quits)");
+        f.render_widget(Paragraph::new(text), area);
+        return None;
+    }
+    // Exact heights, for the reason `fit` gives.
+    Some(
+        Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Length(area.height - 2),
+            Constraint::Length(1),
+        ])
+        .areas(area),
+    )
 }
 
 pub fn pane_block(title: String, focused: bool) -> Block<'static> {

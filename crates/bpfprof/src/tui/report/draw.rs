@@ -15,21 +15,10 @@ const HELP: &str =
     "q/Esc quit  Enter open/close  Tab pane  / filter  \u{2191}\u{2193} PgUp PgDn move";
 
 pub fn draw(f: &mut Frame<'_>, app: &mut App<'_>) {
-    let area = f.area();
-    if area.height < 6 || area.width < 20 {
-        f.render_widget(
-            Paragraph::new("bpfprof report: window too small (q quits)"),
-            area,
-        );
+    let Some([title, body, keys]) = widgets::screen_parts(f, "bpfprof report", 6) else {
         return;
-    }
-    let body_h = area.height - 2;
-    let [title, body, keys] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Length(body_h),
-        Constraint::Length(1),
-    ])
-    .areas(area);
+    };
+    let body_h = body.height;
     f.render_widget(Paragraph::new(app.title.as_str()), title);
     let help = match &app.annotated {
         Some(_) => "q/Esc back  \u{2191}\u{2193} PgUp PgDn scroll".to_string(),
