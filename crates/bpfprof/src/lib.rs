@@ -14,4 +14,5 @@ pub mod parallel;
 pub mod progress;
 pub mod symbolize;
 pub mod top;
+pub mod tui;
 pub mod utc;
