@@ -213,6 +213,21 @@ fn script_without_call_chains_prints_one_line_per_sample() {
     eprintln!("flat recording: {n} lines, {aliases} user aliases");
 }
 
+/// `perf record -q ARGS -o OUT -- sh -c SCRIPT`, which must succeed.
+fn perf_record(out: &Path, args: &[&str], script: &str) {
+    let status = Command::new("perf")
+        .args(["record", "-q"])
+        .args(args)
+        .arg("-o")
+        .arg(out)
+        .args(["--", "sh", "-c", script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("perf runs");
+    assert!(status.success(), "perf record {args:?} -- sh -c {script:?}");
+}
+
 /// perf script prints every event's samples, in time order, each event's
 /// name right-aligned to the longest in the file: a recording of two
 /// software events with call chains must give perf's lines for both.
@@ -224,29 +239,11 @@ fn script_prints_every_events_samples() {
     }
     let dir = support::tempdir();
     let two = support::path(&dir, "two.data");
-    let status = Command::new("perf")
-        .args([
-            "record",
-            "-q",
-            "-g",
-            "-e",
-            "cpu-clock",
-            "-e",
-            "page-faults",
-            "-o",
-        ])
-        .arg(&two)
-        .args([
-            "--",
-            "sh",
-            "-c",
-            "for i in 1 2 3; do ls -R /usr/lib >/dev/null; done",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success(), "perf record with two events");
+    perf_record(
+        &two,
+        &["-g", "-e", "cpu-clock", "-e", "page-faults"],
+        "for i in 1 2 3; do ls -R /usr/lib >/dev/null; done",
+    );
     let perf = perf_script(&two);
     let events = |text: &str, name: &str| {
         text.lines()
@@ -272,28 +269,11 @@ fn script_leaves_out_tracepoint_samples_and_says_how_many() {
     }
     let dir = support::tempdir();
     let tp = support::path(&dir, "tp.data");
-    let status = Command::new("perf")
-        .args([
-            "record",
-            "-q",
-            "-e",
-            "cpu-clock",
-            "-e",
-            "sched:sched_switch",
-            "-o",
-        ])
-        .arg(&tp)
-        .args([
-            "--",
-            "sh",
-            "-c",
-            "for i in 1 2 3; do ls -R /usr/lib >/dev/null; sleep 0.01; done",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success(), "perf record with a tracepoint event");
+    perf_record(
+        &tp,
+        &["-e", "cpu-clock", "-e", "sched:sched_switch"],
+        "for i in 1 2 3; do ls -R /usr/lib >/dev/null; sleep 0.01; done",
+    );
     let perf = perf_script(&tp);
     let is_tp = |l: &&str| l.contains(" sched:sched_switch: ");
     let switches = perf.lines().filter(is_tp).count();
