@@ -212,3 +212,51 @@ fn script_without_call_chains_prints_one_line_per_sample() {
     let (n, aliases) = assert_same(&ours, &perf_script(&flat), "flat recording");
     eprintln!("flat recording: {n} lines, {aliases} user aliases");
 }
+
+/// perf script prints every event's samples, in time order, each event's
+/// name right-aligned to the longest in the file: a recording of two
+/// software events with call chains must give perf's lines for both.
+#[test]
+fn script_prints_every_events_samples() {
+    let _serial = support::one_at_a_time();
+    if !support::live(true) {
+        return;
+    }
+    let dir = support::tempdir();
+    let two = support::path(&dir, "two.data");
+    let status = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-g",
+            "-e",
+            "cpu-clock",
+            "-e",
+            "page-faults",
+            "-o",
+        ])
+        .arg(&two)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "for i in 1 2 3; do ls -R /usr/lib >/dev/null; done",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "perf record with two events");
+    let perf = perf_script(&two);
+    let events = |text: &str, name: &str| {
+        text.lines()
+            .filter(|l| !l.starts_with('\t') && l.contains(&format!(" {name}: ")))
+            .count()
+    };
+    assert!(events(&perf, "page-faults") > 0, "perf shows page faults");
+    assert!(events(&perf, "cpu-clock") > 0, "perf shows cpu-clock");
+    let ours = script(&two);
+    assert_eq!(events(&ours, "page-faults"), events(&perf, "page-faults"));
+    let (n, aliases) = assert_same(&ours, &perf, "two-event recording");
+    eprintln!("two-event recording: {n} lines, {aliases} user aliases");
+}

@@ -15,7 +15,7 @@ use fxprof_processed_profile::{
 use perfdata::PerfFile;
 
 use super::{for_each_sample, frame_name, ExportError};
-use crate::analyze::profile::Profile;
+use crate::analyze::profile::{sampling_attr, Profile};
 use crate::analyze::table::Filters;
 use crate::symbolize::{DsoKind, Frame};
 
@@ -99,8 +99,9 @@ pub fn build(
     let mut threads: HashMap<u32, ThreadHandle> = HashMap::new();
     let mut names: HashMap<Frame, StringHandle> = HashMap::new();
     let mut frames: Vec<Frame> = Vec::with_capacity(128);
+    let sampling = sampling_attr(file) as u16;
     for_each_sample(file, p, |s, sa| {
-        if !filters.keep(p, &sa.key) {
+        if sa.attr != sampling || !filters.keep(p, &sa.key) {
             return Ok(());
         }
         let comm = super::comm_name(p, &sa.key);

@@ -21,7 +21,7 @@ pub use bpf_frames::{BpfFrame, BpfFrames};
 
 use std::borrow::Cow;
 
-use crate::analyze::profile::{sampling_attr, Counts, Profile, RowKey, SampleAt};
+use crate::analyze::profile::{Counts, Profile, RowKey, SampleAt};
 use crate::analyze::table::Filters;
 use crate::symbolize::{CommId, DsoKind, Frame};
 
@@ -128,25 +128,22 @@ pub fn is_bpf(p: &Profile, f: Frame) -> bool {
     p.sym.dsos[f.dso as usize].kind == DsoKind::Bpf
 }
 
-/// Call each sample of the profile's event in time order with its record
-/// (for what the profile does not keep: cpu, time, period, the raw chain)
-/// and where the ordered pass settled it. The profile must have been
-/// built from `file` with `samples`: both walk the records in one order.
+/// Call each sample, of every event, in time order with its record (for
+/// what the profile does not keep: cpu, time, period, the raw chain) and
+/// where the ordered pass settled it ([`SampleAt::attr`] says which
+/// event). The profile must have been built from `file` with `samples`:
+/// both walk the records in one order.
 pub fn for_each_sample(
     file: &perfdata::PerfFile,
     p: &Profile,
     mut f: impl FnMut(&perfdata::Sample, &SampleAt) -> Result<(), ExportError>,
 ) -> Result<(), ExportError> {
-    let sampling = sampling_attr(file);
     let mut records = file.records()?;
     let mut settled = p.samples.iter();
     while let Some(r) = records.next()? {
         let perfdata::Record::Sample(s) = r.record else {
             continue;
         };
-        if file.attr_index(s.id).unwrap_or(0) != sampling {
-            continue;
-        }
         let Some(at) = settled.next() else { break };
         f(&s, at)?;
     }

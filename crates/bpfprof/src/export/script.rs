@@ -12,10 +12,11 @@
 
 use std::io::Write;
 
+use perfdata::sample_type::CPU;
 use perfdata::PerfFile;
 
 use super::{for_each_sample, ExportError};
-use crate::analyze::profile::{sampling_attr, Profile};
+use crate::analyze::profile::Profile;
 use crate::symbolize::{DsoKind, Frame, Loc};
 
 /// A frame as perf script prints it: address, symbol (+offset), object.
@@ -43,15 +44,17 @@ impl Only {
     }
 }
 
-/// Write every sample of the profile's event that `only` keeps, as
-/// `perf script` does. The profile must have been built with `samples`.
+/// Write every sample, of every event, that `only` keeps, as `perf
+/// script` does. The profile must have been built with `samples`.
 pub fn write(
     file: &PerfFile,
     p: &Profile,
     only: &Only,
     out: &mut dyn Write,
 ) -> Result<(), ExportError> {
-    let event = &file.attrs()[sampling_attr(file)].name;
+    let attrs = file.attrs();
+    // perf right-aligns each event's name to the longest in the file.
+    let width = attrs.iter().map(|a| a.name.len()).max().unwrap_or(0);
     let mut chain: Vec<u32> = Vec::with_capacity(128);
     for_each_sample(file, p, |s, at| {
         let comm = p
@@ -63,6 +66,7 @@ pub fn write(
         if !only.keep(comm, s) {
             return Ok(());
         }
+        let event = attrs.get(at.attr as usize).map_or("", |a| a.name.as_str());
         let (secs, usecs) = (s.time / 1_000_000_000, s.time % 1_000_000_000 / 1000);
         chain.clear();
         let mut node = match corrupt(s.callchain()) {
@@ -80,12 +84,18 @@ pub fn write(
             false => write!(out, "{comm:>16} ")?,
             true => write!(out, "{comm} ")?,
         }
+        // Signed, as perf prints the -1 of samples with no thread.
+        write!(out, "{:5} ", s.tid as i32)?;
+        // The CPU only where the samples record it (`-a`, `-C`).
+        let cpu = attrs
+            .get(at.attr as usize)
+            .is_some_and(|a| a.attr.sample_type & CPU != 0);
+        if cpu {
+            write!(out, "[{:03}] ", s.cpu)?;
+        }
         write!(
             out,
-            "{:5} [{:03}] {secs:5}.{usecs:06}: {:10} {event}: ",
-            // Signed, as perf prints the -1 of samples with no thread.
-            s.tid as i32,
-            s.cpu,
+            "{secs:5}.{usecs:06}: {:10} {event:>width$}: ",
             s.period
         )?;
         if !chained {

@@ -71,8 +71,13 @@ struct Counted {
     /// Stack node → offset of its address in its BPF symbol.
     bpf_offsets: FxHashMap<u32, u32>,
     early: EarlyFrames,
-    /// (location row, stack leaf node) of each sample, with `samples`.
-    samples: Vec<(u32, u32)>,
+    /// (attr, location row, stack leaf node) of each sample, with
+    /// `samples`: a row of `rows` for the sampling event, of `other_rows`
+    /// for the others.
+    samples: Vec<(u16, u32, u32)>,
+    /// Where other events' samples went, with `samples` (counted on no
+    /// row of the profile: only a script prints them).
+    other_rows: LocRows,
     changes: Changes,
     row_cache: RowCache,
 }
@@ -87,6 +92,7 @@ impl Default for Counted {
             bpf_offsets: FxHashMap::default(),
             early: EarlyFrames::default(),
             samples: Vec::new(),
+            other_rows: LocRows::default(),
             changes: Changes::default(),
             row_cache: RowCache::default(),
         }
@@ -427,6 +433,9 @@ impl Engine {
         leaf: u32,
     ) {
         if attr as usize != self.sampling {
+            if self.opts.samples {
+                self.other_sample(attr, (misc, pid, tid, ip), leaf);
+            }
             // A name is copied once per event, not once per sample.
             let name = self
                 .attr_names
@@ -483,8 +492,41 @@ impl Engine {
             c.loc_chains.entry((row, node)).or_default().add(period);
         }
         if self.opts.samples {
-            c.samples.push((row, c.raw_to_loc[leaf as usize]));
+            let attr = self.sampling as u16;
+            c.samples.push((attr, row, c.raw_to_loc[leaf as usize]));
         }
+    }
+
+    /// Keep where a sample of another event than the sampling one went,
+    /// by the same rules, for a script to print.
+    fn other_sample(&mut self, attr: u16, (misc, pid, tid, ip): (u16, u32, u32, u64), leaf: u32) {
+        let loc = self.p.sym.locate(pid, ip, is_kernel_mode(misc, ip));
+        let key = self.loc_key(pid, tid, 0, loc);
+        let rows = &mut self.counted.other_rows;
+        let row = *rows.index.entry(key).or_insert_with(|| {
+            rows.rows.push((key, Counts::default()));
+            rows.rows.len() as u32 - 1
+        });
+        let c = &mut self.counted;
+        c.samples.push((attr, row, c.raw_to_loc[leaf as usize]));
+    }
+
+    /// The row a sample at `loc` goes on, by the options' keys.
+    fn loc_key(&mut self, pid: u32, tid: u32, cpu: u16, loc: Loc) -> LocKey {
+        let mut key = match self.opts.merge_threads {
+            true => LocKey::merged(loc),
+            false => LocKey {
+                comm: self.p.sym.threads.comm_of(tid),
+                pid,
+                tid,
+                cpu: 0,
+                loc,
+            },
+        };
+        if self.opts.cpus {
+            key.cpu = cpu;
+        }
+        key
     }
 
     /// Handle a record other than a sample.
@@ -550,21 +592,9 @@ impl Engine {
     /// Count a sample (or like samples) at the address `ip` on the row of
     /// its location `loc`, already settled; its row.
     fn count_at(&mut self, (pid, tid, cpu, ip): (u32, u32, u16, u64), loc: Loc, c: Counts) -> u32 {
+        let lkey = self.loc_key(pid, tid, cpu, loc);
         let p = &mut self.p;
         let rows = &mut self.counted.rows;
-        let mut lkey = match self.opts.merge_threads {
-            true => LocKey::merged(loc),
-            false => LocKey {
-                comm: p.sym.threads.comm_of(tid),
-                pid,
-                tid,
-                cpu: 0,
-                loc,
-            },
-        };
-        if self.opts.cpus {
-            lkey.cpu = cpu;
-        }
         let row = *rows.index.entry(lkey).or_insert_with(|| {
             rows.rows.push((lkey, Counts::default()));
             rows.rows.len() as u32 - 1

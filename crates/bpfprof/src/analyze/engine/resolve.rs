@@ -15,6 +15,7 @@ impl Engine {
             opts,
             kallsyms_path,
             counted,
+            sampling,
             ..
         } = self;
         // Counts the memo still holds belong to their rows now.
@@ -25,6 +26,7 @@ impl Engine {
             bpf_offsets,
             early,
             samples,
+            other_rows,
             row_cache,
             ..
         } = counted;
@@ -138,12 +140,34 @@ impl Engine {
         };
         if opts.samples {
             p.stack_locs = loc_nodes.iter().map(|n| n.1).collect();
+            // Other events' rows are few and printed only: each is
+            // resolved as it comes.
+            let other_keys: Vec<RowKey> = other_rows
+                .rows
+                .iter()
+                .map(|&(k, _)| RowKey {
+                    comm: k.comm,
+                    pid: k.pid,
+                    tid: k.tid,
+                    cpu: k.cpu,
+                    frame: p.sym.frame(k.loc),
+                })
+                .collect();
+            let sampling = *sampling as u16;
             p.samples = samples
                 .iter()
-                .filter_map(|&(row, node)| {
+                .filter_map(|&(attr, row, node)| {
+                    let (key, loc) = match attr == sampling {
+                        true => (row_keys[row as usize]?, loc_rows[row as usize].0.loc),
+                        false => (
+                            other_keys[row as usize],
+                            other_rows.rows[row as usize].0.loc,
+                        ),
+                    };
                     Some(SampleAt {
-                        key: row_keys[row as usize]?,
-                        loc: loc_rows[row as usize].0.loc,
+                        attr,
+                        key,
+                        loc,
                         node,
                     })
                 })

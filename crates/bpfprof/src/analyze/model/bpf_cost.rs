@@ -309,6 +309,12 @@ impl BpfCost {
             if filters.as_ref().is_some_and(|f| !f.keep(p, key)) {
                 continue;
             }
+            // Most stacks end in user code, where a walk stops at once:
+            // the leaf's class says so without remembering the stack.
+            let leaf = p.stacks.nodes[*node as usize].1;
+            if *node == 0 || matches!(w.class(leaf.sym), Class::User) {
+                continue;
+            }
             let out = match outcomes.get(node) {
                 Some(&o) => o,
                 None => {

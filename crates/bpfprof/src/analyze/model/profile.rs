@@ -97,15 +97,19 @@ pub struct ProfileOptions {
     pub ordered: bool,
     /// Keep each sample's CPU on its row (for `--sort cpu`).
     pub cpus: bool,
-    /// Keep every sample of the sampling event, in time order, as
-    /// [`Profile::samples`] (for `script`, which prints each one).
+    /// Keep every sample, of every event, in time order, as
+    /// [`Profile::samples`] (for `script`, which prints each one). Only
+    /// the sampling event's are counted on rows.
     pub samples: bool,
 }
 
-/// One sample as the ordered pass settled it: its row's key and location
-/// (the sampled address's), and its stack's leaf node (0 without one).
+/// One sample as the ordered pass settled it: its event (the attr's index
+/// in the file), its row's key and location (the sampled address's), and
+/// its stack's leaf node (0 without one). A sample of another event than
+/// the sampling one has a key of its own, on no row of the profile.
 #[derive(Debug, Clone, Copy)]
 pub struct SampleAt {
+    pub attr: u16,
     pub key: RowKey,
     pub loc: Loc,
     pub node: u32,
@@ -161,7 +165,7 @@ pub struct Profile {
     /// the side band (see `flat_pass`): with call chains, when asked for,
     /// and for files the flat pass cannot take.
     pub ordered_pass: bool,
-    /// Every sample of the sampling event in time order (the order of
+    /// Every sample, of every event, in time order (the order of
     /// `PerfFile::records`), filled with [`ProfileOptions::samples`].
     pub samples: Vec<SampleAt>,
     /// The location of each stack node (as `stacks`), filled with
