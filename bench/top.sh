@@ -13,15 +13,21 @@
 # (we always take call chains) in --stdio mode on a pseudo-terminal
 # (`script`), since it spins without one; ours writes --json to /dev/null.
 #
-# Needs root, perf, bpftrace. Usage: bench/top.sh  (env: DUR=20 FREQ=4000 WARM=3)
+# Needs root, perf, bpftrace. Usage: bench/top.sh  (env: DUR=20 FREQ=4000 WARM=3;
+# BIN=path: that bpfprof binary instead of this tree's release build, to
+# compare two builds on the same machine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR=${DUR:-20}
 FREQ=${FREQ:-4000}
 WARM=${WARM:-3}
 [ "$(id -u)" = 0 ] || { echo "bench/top.sh: run as root" >&2; exit 1; }
-cargo build -q --release -p bpfprof --bin bpfprof
-B=${CARGO_TARGET_DIR:-$PWD/target}/release/bpfprof
+if [ -n "${BIN:-}" ]; then
+  B=$BIN
+else
+  cargo build -q --release -p bpfprof --bin bpfprof
+  B=${CARGO_TARGET_DIR:-$PWD/target}/release/bpfprof
+fi
 TCK=$(getconf CLK_TCK)
 trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 

@@ -17,8 +17,9 @@ pub struct InputArgs {
     /// Look for binaries under this directory.
     #[arg(long)]
     pub symfs: Option<PathBuf>,
-    /// Accepted for perf compatibility; output is always plain text.
-    #[arg(long, hide = true)]
+    /// Plain text even on a terminal, where `report` otherwise opens its
+    /// interface (as perf report does); other commands always print text.
+    #[arg(long)]
     pub stdio: bool,
 }
 

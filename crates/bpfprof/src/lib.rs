@@ -14,6 +14,7 @@ pub mod parallel;
 pub mod progress;
 pub mod symbolize;
 pub mod top;
+pub mod tui;
 pub mod utc;
 
 /// The byte-level entry points of the symbolizer's file readers, for the

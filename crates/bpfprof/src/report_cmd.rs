@@ -127,11 +127,14 @@ struct Decided {
     callchains: bool,
     /// Whether rows keep their thread: for keys and filters that name one.
     by_thread: bool,
+    /// Whether the report opens its terminal interface instead of printing.
+    tui: bool,
 }
 
 const DEFAULT_SORT: [SortKey; 3] = [SortKey::Comm, SortKey::Dso, SortKey::Sym];
 
-fn decide(a: &ReportArgs, has_callchains: bool) -> Result<Decided> {
+/// `tty`: whether standard output is a terminal.
+fn decide(a: &ReportArgs, has_callchains: bool, tty: bool) -> Result<Decided> {
     let (keys, columns, row_order, children) = match a.fields.is_empty() {
         true => (
             a.sort.clone().unwrap_or(DEFAULT_SORT.to_vec()),
@@ -173,8 +176,17 @@ fn decide(a: &ReportArgs, has_callchains: bool) -> Result<Decided> {
         .any(|k| matches!(k, SortKey::Comm | SortKey::Pid | SortKey::Tid))
         || !a.comms.is_empty()
         || !a.pids.is_empty();
+    // perf report's rule: a terminal gets the interface unless a way of
+    // printing is asked for. `--bpf` prints its own view (hook sites, maps,
+    // stats: more than the interface's pane); rows by source line have no
+    // interface.
+    let printed = a.input.stdio || a.json || a.header || a.header_only || a.bpf;
+    let tui = tty && !printed && !srcline;
+    // The interface opens call graphs when the file has them.
+    let graphs = tui && has_callchains && a.call_graph != Some(CallGraph::None);
     Ok(Decided {
-        callchains: children || a.graph_order().is_some() || bpf_cost,
+        callchains: children || a.graph_order().is_some() || bpf_cost || graphs,
+        tui,
         keys,
         columns,
         row_order,
@@ -216,7 +228,11 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         }
         finish(r)?;
     }
-    let d = decide(a, bpfprof::analyze::profile::has_callchains(&file))?;
+    let d = decide(
+        a,
+        bpfprof::analyze::profile::has_callchains(&file),
+        std::io::IsTerminal::is_terminal(&std::io::stdout()),
+    )?;
     let profile = a.input.build(
         &file,
         ProfileOptions {
@@ -224,8 +240,8 @@ pub fn run(a: &ReportArgs) -> Result<()> {
             progress: !a.json,
             merge_threads: !d.by_thread,
             cpus: d.keys.contains(&SortKey::Cpu),
-            // Lines are found per address.
-            ip_hits: d.keys.contains(&SortKey::Srcline),
+            // Lines are found per address (the interface annotates).
+            ip_hits: d.keys.contains(&SortKey::Srcline) || d.tui,
             ..Default::default()
         },
     )?;
@@ -244,6 +260,23 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         columns: d.columns,
         row_order: d.row_order,
     };
+    if d.tui {
+        drop(out);
+        let title = format!(
+            "bpfprof report: {} | {} samples of '{}'{}",
+            a.input.input.display(),
+            profile.total.samples,
+            profile.event,
+            match profile.lost + profile.lost_samples {
+                0 => String::new(),
+                n => format!(" | {n} lost"),
+            }
+        );
+        let r = bpfprof::tui::report::run(&profile, &opts, d.callchains, title)
+            .context("running the report's terminal interface (--stdio prints the table)");
+        std::mem::forget((file, profile));
+        return r;
+    }
     let r = if a.json {
         render::json(&profile, &opts, &mut out)
     } else {
@@ -262,5 +295,33 @@ fn finish(r: std::io::Result<()>) -> Result<()> {
     match r {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => r.context("writing the report"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: ReportArgs,
+    }
+
+    fn tui(args: &[&str], tty: bool) -> bool {
+        let c = Cli::try_parse_from(std::iter::once("report").chain(args.iter().copied())).unwrap();
+        decide(&c.a, true, tty).unwrap().tui
+    }
+
+    #[test]
+    fn a_terminal_gets_the_interface_unless_printing_is_asked_for() {
+        assert!(tui(&[], true));
+        assert!(tui(&["-g", "caller", "--comm", "x"], true));
+        assert!(!tui(&[], false), "a pipe or a file gets the table");
+        for a in ["--stdio", "--json", "--header", "--header-only", "--bpf"] {
+            assert!(!tui(&[a], true), "{a}");
+        }
+        assert!(!tui(&["--sort", "srcline"], true));
     }
 }

@@ -44,8 +44,13 @@ pub fn run(a: &ScriptArgs) -> Result<()> {
         pids: a.pids.clone(),
         tids: a.tids.clone(),
     };
-    bpfprof::export::script::write(&file, &p, &only, &mut out)
+    let left_out = bpfprof::export::script::write(&file, &p, &only, &mut out)
         .with_context(|| format!("{path}"))?;
     out.flush().context("writing standard output")?;
+    for (event, n) in left_out {
+        eprintln!(
+            "bpfprof: {n} samples of the tracepoint event {event} not printed: their fields are not decoded (perf script prints them)"
+        );
+    }
     Ok(())
 }

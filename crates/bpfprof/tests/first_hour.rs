@@ -177,10 +177,11 @@ fn long_names_are_cut_on_a_terminal_and_whole_elsewhere() {
     );
     assert!(json.contains(&name), "cut in JSON");
 
-    // On a terminal 100 columns wide (a real pty from script(1)): no line
-    // wider, and the name cut, marked, from its start.
+    // On a terminal 100 columns wide (a real pty from script(1)), the table
+    // (`--stdio`: as with perf, a terminal otherwise gets the interface): no
+    // line wider, and the name cut, marked, from its start.
     let cmd = format!(
-        "stty cols 100; {} report --no-bpf-summary --sort dso,sym -i {}",
+        "stty cols 100; {} report --stdio --no-bpf-summary --sort dso,sym -i {}",
         env!("CARGO_BIN_EXE_bpfprof"),
         data.display()
     );
@@ -204,7 +205,7 @@ fn long_names_are_cut_on_a_terminal_and_whole_elsewhere() {
 
     // COLUMNS wins over the window size, as in perf.
     let cmd = format!(
-        "stty cols 100; COLUMNS=70 {} report --no-bpf-summary --sort dso,sym -i {}",
+        "stty cols 100; COLUMNS=70 {} report --stdio --no-bpf-summary --sort dso,sym -i {}",
         env!("CARGO_BIN_EXE_bpfprof"),
         data.display()
     );

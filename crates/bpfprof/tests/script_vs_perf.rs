@@ -260,3 +260,57 @@ fn script_prints_every_events_samples() {
     let (n, aliases) = assert_same(&ours, &perf, "two-event recording");
     eprintln!("two-event recording: {n} lines, {aliases} user aliases");
 }
+
+/// A tracepoint event's samples are perf's decoded fields, which bpfprof
+/// does not decode: they are left out, and standard error says how many;
+/// every other line is still perf's.
+#[test]
+fn script_leaves_out_tracepoint_samples_and_says_how_many() {
+    let _serial = support::one_at_a_time();
+    if !support::live(true) {
+        return;
+    }
+    let dir = support::tempdir();
+    let tp = support::path(&dir, "tp.data");
+    let status = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "-e",
+            "sched:sched_switch",
+            "-o",
+        ])
+        .arg(&tp)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "for i in 1 2 3; do ls -R /usr/lib >/dev/null; sleep 0.01; done",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "perf record with a tracepoint event");
+    let perf = perf_script(&tp);
+    let is_tp = |l: &&str| l.contains(" sched:sched_switch: ");
+    let switches = perf.lines().filter(is_tp).count();
+    assert!(switches > 0, "perf shows context switches");
+    let rest: String = perf
+        .lines()
+        .filter(|l| !is_tp(l))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let out = support::run(support::bpfprof().arg("script").arg("-i").arg(&tp));
+    let ours = String::from_utf8_lossy(&out.stdout);
+    assert_same(&ours, &rest, "cpu-clock beside a tracepoint");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{switches} samples of the tracepoint event sched:sched_switch not printed"
+        )),
+        "standard error: {err}"
+    );
+}

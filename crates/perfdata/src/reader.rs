@@ -149,8 +149,14 @@ impl PerfFile {
         if entries.is_empty() {
             return Err(Error::parse(24, "the file lists no event attrs"));
         }
+        // Records name their event by its id at a place all events agree
+        // on; with IDENTIFIER (the last word of a trailer) the layouts
+        // around it may differ, as perf allows.
         let trailer = entries[0].attr.id_trailer_size();
-        if entries.iter().any(|e| e.attr.id_trailer_size() != trailer) {
+        let identified = entries
+            .iter()
+            .all(|e| e.attr.sample_type & st::IDENTIFIER != 0);
+        if !identified && entries.iter().any(|e| e.attr.id_trailer_size() != trailer) {
             return Err(Error::Unsupported {
                 path: None,
                 what: "events with different sample_id layouts in one file".into(),

@@ -517,6 +517,23 @@ pub(crate) fn sample_attr<'x>(
     })
 }
 
+/// The attr whose layout a non-sample record's trailer has: with
+/// IDENTIFIER, the one its last word names (events' trailers may differ
+/// in size then, as perf allows: a tracepoint records its CPU, a task's
+/// cpu-clock does not), else the first.
+pub(crate) fn trailer_attr<'x>(
+    raw: &[u8],
+    first: &'x EventAttr,
+    attrs: &'x dyn AttrLookup,
+) -> &'x EventAttr {
+    if first.sample_type & st::IDENTIFIER == 0 || raw.len() < 16 {
+        return first;
+    }
+    let id = u64::from_le_bytes(raw[raw.len() - 8..].try_into().unwrap());
+    // Synthesized records carry id 0; perf maps that to the first attr.
+    attrs.attr_for_id(id).unwrap_or(first)
+}
+
 /// Split a non-sample record into its fields and its decoded trailer.
 fn split_trailer<'a>(
     raw: &'a [u8],
@@ -524,7 +541,8 @@ fn split_trailer<'a>(
     attrs: &dyn AttrLookup,
     offset: u64,
 ) -> Result<(&'a [u8], SampleId)> {
-    let n = first.id_trailer_size();
+    let attr = trailer_attr(raw, first, attrs);
+    let n = attr.id_trailer_size();
     if n == 0 {
         return Ok((&raw[8..], SampleId::default()));
     }
@@ -538,14 +556,6 @@ fn split_trailer<'a>(
         ));
     }
     let split = raw.len() - n;
-    let mut attr = first;
-    if first.sample_type & st::IDENTIFIER != 0 {
-        let id = u64::from_le_bytes(raw[raw.len() - 8..].try_into().unwrap());
-        // Synthesized records carry id 0; perf maps that to the first attr.
-        if let Some(a) = attrs.attr_for_id(id) {
-            attr = a;
-        }
-    }
     let mut c = Cursor::new(&raw[split..], offset + split as u64);
     let mut sid = SampleId::default();
     let t = attr.sample_type;

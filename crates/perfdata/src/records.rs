@@ -480,11 +480,12 @@ pub(crate) fn record_time(attrs: &Attrs, raw: &[u8]) -> u64 {
                 + (t & st::TID != 0) as usize);
         return rd(off);
     }
-    let n = first.id_trailer_size();
-    if n == 0 || first.sample_type & st::TIME == 0 || raw.len() < 8 + n {
+    let attr = crate::record::trailer_attr(raw, first, attrs);
+    let n = attr.id_trailer_size();
+    if n == 0 || attr.sample_type & st::TIME == 0 || raw.len() < 8 + n {
         return 0;
     }
-    let tid = if first.sample_type & st::TID != 0 {
+    let tid = if attr.sample_type & st::TID != 0 {
         8
     } else {
         0

@@ -127,14 +127,14 @@ fn write_programs(s: &BpfSummary, out: &mut dyn Write) -> std::io::Result<()> {
             out,
             "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>\
              <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
-            g.id,
-            escape(&g.name),
-            escape(&g.tag),
-            escape(&g.prog_type),
-            part(Some(g.samples.own), Some(g.percent.own)),
-            part(g.samples.called, g.percent.called),
-            part(g.samples.hook, g.percent.hook),
-            part(g.samples.total, g.percent.total),
+            g.head.id,
+            escape(&g.head.name),
+            escape(&g.head.tag),
+            escape(&g.head.prog_type),
+            part(Some(g.head.samples.own), Some(g.head.percent.own)),
+            part(g.head.samples.called, g.head.percent.called),
+            part(g.head.samples.hook, g.head.percent.hook),
+            part(g.head.samples.total, g.head.percent.total),
             subs.join(", ")
         )?;
     }
@@ -175,7 +175,7 @@ fn write_lines(
     let hot: Vec<_> = s
         .programs
         .iter()
-        .filter(|g| g.samples.own > 0)
+        .filter(|g| g.head.samples.own > 0)
         .take(HOT_PROGRAMS)
         .collect();
     if hot.is_empty() || lines.is_empty() {
@@ -183,7 +183,7 @@ fn write_lines(
     }
     writeln!(out, "<h2>Source lines of the hottest programs</h2>")?;
     for g in hot {
-        let rows: Vec<_> = lines.iter().filter(|(k, _)| k.0 == g.id).collect();
+        let rows: Vec<_> = lines.iter().filter(|(k, _)| k.0 == g.head.id).collect();
         if rows.is_empty() {
             continue;
         }
@@ -192,12 +192,12 @@ fn write_lines(
             "<h3>{} {} (self {} samples)</h3>\n<table class=\"searchable source\"><thead><tr>\
              <th>samples</th><th>share of self</th><th class=\"l\">line</th>\
              <th class=\"l\">source</th></tr></thead><tbody>",
-            g.id,
-            escape(&g.name),
-            g.samples.own
+            g.head.id,
+            escape(&g.head.name),
+            g.head.samples.own
         )?;
         for ((_, file, line), (text, n)) in rows {
-            let share = 100.0 * *n as f64 / g.samples.own.max(1) as f64;
+            let share = 100.0 * *n as f64 / g.head.samples.own.max(1) as f64;
             writeln!(
                 out,
                 "<tr><td>{n}</td><td>{share:.2}%</td><td class=\"l\">{}:{line}</td>\

@@ -12,6 +12,7 @@
 
 use std::io::Write;
 
+use perfdata::event_type;
 use perfdata::sample_type::CPU;
 use perfdata::PerfFile;
 
@@ -45,14 +46,22 @@ impl Only {
 }
 
 /// Write every sample, of every event, that `only` keeps, as `perf
-/// script` does. The profile must have been built with `samples`.
+/// script` does; the profile must have been built with `samples`. The
+/// samples of tracepoint events are left out (perf prints their decoded
+/// fields, which bpfprof does not decode): their number, by event name,
+/// is returned for the caller to say so.
 pub fn write(
     file: &PerfFile,
     p: &Profile,
     only: &Only,
     out: &mut dyn Write,
-) -> Result<(), ExportError> {
+) -> Result<Vec<(String, u64)>, ExportError> {
     let attrs = file.attrs();
+    let mut left_out: Vec<(String, u64)> = attrs
+        .iter()
+        .filter(|a| a.attr.type_ == event_type::TRACEPOINT)
+        .map(|a| (a.name.clone(), 0))
+        .collect();
     // perf right-aligns each event's name to the longest in the file.
     let width = attrs.iter().map(|a| a.name.len()).max().unwrap_or(0);
     let mut chain: Vec<u32> = Vec::with_capacity(128);
@@ -66,7 +75,14 @@ pub fn write(
         if !only.keep(comm, s) {
             return Ok(());
         }
-        let event = attrs.get(at.attr as usize).map_or("", |a| a.name.as_str());
+        let attr = attrs.get(at.attr as usize);
+        let event = attr.map_or("", |a| a.name.as_str());
+        if attr.is_some_and(|a| a.attr.type_ == event_type::TRACEPOINT) {
+            if let Some(n) = left_out.iter_mut().find(|(name, _)| name == event) {
+                n.1 += 1;
+            }
+            return Ok(());
+        }
         let (secs, usecs) = (s.time / 1_000_000_000, s.time % 1_000_000_000 / 1000);
         chain.clear();
         let mut node = match corrupt(s.callchain()) {
@@ -114,7 +130,9 @@ pub fn write(
         }
         writeln!(out)?;
         Ok(())
-    })
+    })?;
+    left_out.retain(|&(_, n)| n > 0);
+    Ok(left_out)
 }
 
 /// Whether perf discards a call chain: one with a context marker it does

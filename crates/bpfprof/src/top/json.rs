@@ -108,19 +108,19 @@ pub fn csv_rows(out: &mut dyn Write, i: &Interval, cx: &Context<'_>) -> std::io:
             cx.elapsed_s,
             i.secs,
             i.samples,
-            p.id,
-            field(&p.name),
-            field(&p.prog_type),
+            p.head.id,
+            field(&p.head.name),
+            field(&p.head.prog_type),
             field(&attach_text(p)),
             field(&owner_text(p)),
-            opt(p.samples.total),
-            p.samples.own,
-            opt(p.samples.called),
-            opt(p.samples.hook),
-            opt_f(p.percent.total, 3),
-            p.percent.own,
-            opt_f(p.percent.called, 3),
-            opt_f(p.percent.hook, 3),
+            opt(p.head.samples.total),
+            p.head.samples.own,
+            opt(p.head.samples.called),
+            opt(p.head.samples.hook),
+            opt_f(p.head.percent.total, 3),
+            p.head.percent.own,
+            opt_f(p.head.percent.called, 3),
+            opt_f(p.head.percent.hook, 3),
             opt(p.run_cnt),
             opt(p.run_time_ns),
             opt_f(p.runs_per_s, 1),
@@ -135,48 +135,41 @@ pub fn csv_rows(out: &mut dyn Write, i: &Interval, cx: &Context<'_>) -> std::io:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::bpf_view::{AttachPoint, Owner, Parts, Shares};
+    use crate::analyze::bpf_view::{AttachPoint, Owner, Parts};
 
     fn line() -> ProgLine {
-        ProgLine {
-            id: 42,
-            name: "a,b".into(),
-            tag: "00".into(),
-            prog_type: "tracepoint".into(),
-            samples: Parts {
+        let mut l = super::super::window::example(
+            42,
+            "a,b",
+            Parts {
                 own: 1,
                 called: Some(2),
                 hook: Some(3),
                 total: Some(6),
             },
-            percent: Shares {
-                own: 1.0,
-                called: Some(2.0),
-                hook: Some(3.0),
-                total: Some(6.0),
-            },
-            subprogs: vec![],
-            owners: vec![Owner {
-                pid: 9,
-                comm: "bpftrace".into(),
-            }],
-            attach: vec![AttachPoint {
-                kind: "tracepoint".into(),
-                target: "syscalls:sys_enter_getppid".into(),
-                link_id: None,
-            }],
-            run_cnt: Some(10),
-            run_time_ns: Some(1000),
-            run_cnt_total: Some(99),
-            runs_per_s: Some(10.0),
-            avg_ns: Some(100.0),
-            loaded_s: Some(3.0),
-            unloaded: false,
-        }
+        );
+        l.head.tag = "00".into();
+        l.head.prog_type = "tracepoint".into();
+        l.owners = vec![Owner {
+            pid: 9,
+            comm: "bpftrace".into(),
+        }];
+        l.attach = vec![AttachPoint {
+            kind: "tracepoint".into(),
+            target: "syscalls:sys_enter_getppid".into(),
+            link_id: None,
+        }];
+        l.run_cnt = Some(10);
+        l.run_time_ns = Some(1000);
+        l.run_cnt_total = Some(99);
+        l.runs_per_s = Some(10.0);
+        l.avg_ns = Some(100.0);
+        l.loaded_s = Some(3.0);
+        l
     }
 
-    #[test]
-    fn json_keeps_the_bpf_report_keys() {
+    /// One second of 100 samples, with `line()`'s program.
+    fn interval() -> (Interval, Context<'static>) {
         let i = Interval {
             secs: 1.0,
             samples: 100,
@@ -189,6 +182,12 @@ mod tests {
             cpu_percent: 0.5,
             wall_s: 0,
         };
+        (i, cx)
+    }
+
+    #[test]
+    fn json_keeps_the_bpf_report_keys() {
+        let (i, cx) = interval();
         let mut out = Vec::new();
         json_line(&mut out, &i, &[], &cx).unwrap();
         assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 1);
@@ -205,18 +204,7 @@ mod tests {
 
     #[test]
     fn csv_quotes_and_matches_its_header() {
-        let i = Interval {
-            secs: 1.0,
-            samples: 100,
-            progs: vec![line()],
-            ..Default::default()
-        };
-        let cx = Context {
-            event: "cpu-clock",
-            elapsed_s: 1.0,
-            cpu_percent: 0.5,
-            wall_s: 0,
-        };
+        let (i, cx) = interval();
         let mut out = Vec::new();
         csv_rows(&mut out, &i, &cx).unwrap();
         let text = String::from_utf8(out).unwrap();

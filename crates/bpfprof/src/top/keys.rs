@@ -5,6 +5,7 @@
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::window::{ProgLine, SymLine};
+use crate::tui::filter::{Edit, Filter};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pane {
@@ -59,11 +60,9 @@ pub struct UiState {
     pub pane: Pane,
     pub bpf_sort: usize,
     pub sym_sort: usize,
-    /// The filter in force (empty: none): a substring of a program's name
-    /// or owner's command, of a symbol's name or its thread's command.
-    pub filter: String,
-    /// The filter being typed after `/`.
-    pub editing: Option<String>,
+    /// A substring of a program's name or owner's command, of a symbol's
+    /// name or its thread's command.
+    pub filter: Filter,
     /// Selected line in each pane.
     pub selected: [usize; 2],
     /// The program opened with Enter.
@@ -78,8 +77,7 @@ impl Default for UiState {
             pane: Pane::Bpf,
             bpf_sort: 0,
             sym_sort: 0,
-            filter: String::new(),
-            editing: None,
+            filter: Filter::default(),
             selected: [0, 0],
             detail: None,
             quit: false,
@@ -104,38 +102,30 @@ impl UiState {
     /// Apply one key. `progs` is the BPF pane as shown (sorted, filtered),
     /// for Enter to know which program is selected.
     pub fn key(&mut self, k: KeyEvent, progs: &[ProgLine]) {
-        if let Some(text) = &mut self.editing {
-            match k.code {
-                KeyCode::Enter => {
-                    self.filter = std::mem::take(text);
-                    self.editing = None;
-                    self.selected = [0, 0];
-                }
-                KeyCode::Esc => self.editing = None,
-                KeyCode::Backspace => {
-                    text.pop();
-                }
-                KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
-                    self.quit = true
-                }
-                KeyCode::Char(c) => text.push(c),
-                _ => {}
+        match self.filter.key(k) {
+            Edit::Pass => {}
+            Edit::Taken => return,
+            Edit::Applied => {
+                self.selected = [0, 0];
+                return;
             }
-            return;
+            Edit::Quit => {
+                self.quit = true;
+                return;
+            }
         }
         let i = self.pane_index();
         match k.code {
             KeyCode::Char('q') => self.quit = true,
             KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => self.quit = true,
             KeyCode::Esc if self.detail.is_some() => self.detail = None,
-            KeyCode::Esc => self.filter.clear(),
+            KeyCode::Esc => self.filter.text.clear(),
             KeyCode::Tab | KeyCode::BackTab => {
                 self.pane = match self.pane {
                     Pane::Bpf => Pane::Symbols,
                     Pane::Symbols => Pane::Bpf,
                 }
             }
-            KeyCode::Char('/') => self.editing = Some(self.filter.clone()),
             KeyCode::Char('>') | KeyCode::Char('.') => self.step_sort(1),
             KeyCode::Char('<') | KeyCode::Char(',') => self.step_sort(-1),
             KeyCode::Char('s') => self.toggle_stats = true,
@@ -149,7 +139,7 @@ impl UiState {
             KeyCode::Enter if self.pane == Pane::Bpf => {
                 let n = progs.len();
                 if n > 0 {
-                    self.detail = Some(progs[self.selected[0].min(n - 1)].id);
+                    self.detail = Some(progs[self.selected[0].min(n - 1)].head.id);
                 }
             }
             _ => {}
@@ -166,37 +156,37 @@ impl UiState {
 
     /// Whether a program passes the filter.
     pub fn keeps_prog(&self, p: &ProgLine) -> bool {
-        let f = &self.filter;
-        f.is_empty() || p.name.contains(f.as_str()) || p.owners.iter().any(|o| o.comm.contains(f))
+        self.filter.keeps(
+            std::iter::once(p.head.name.as_str()).chain(p.owners.iter().map(|o| o.comm.as_str())),
+        )
     }
 
     /// Whether a symbol row of thread command `comm` passes the filter.
     pub fn keeps_sym(&self, sym: &str, comm: &str) -> bool {
-        let f = &self.filter;
-        f.is_empty() || sym.contains(f.as_str()) || comm.contains(f.as_str())
+        self.filter.keeps([sym, comm].into_iter())
     }
 }
 
 /// The BPF pane's lines in the chosen order.
 pub fn sort_progs(v: &mut [ProgLine], by: BpfSort) {
-    let total = |p: &ProgLine| p.samples.total.unwrap_or(p.samples.own);
+    let total = |p: &ProgLine| p.head.samples.total.unwrap_or(p.head.samples.own);
     let f = |o: Option<f64>| o.unwrap_or(-1.0);
     v.sort_by(|a, b| {
         let o = match by {
             BpfSort::Total => total(b).cmp(&total(a)),
-            BpfSort::Own => b.samples.own.cmp(&a.samples.own),
-            BpfSort::Called => b.samples.called.cmp(&a.samples.called),
-            BpfSort::Hook => b.samples.hook.cmp(&a.samples.hook),
+            BpfSort::Own => b.head.samples.own.cmp(&a.head.samples.own),
+            BpfSort::Called => b.head.samples.called.cmp(&a.head.samples.called),
+            BpfSort::Hook => b.head.samples.hook.cmp(&a.head.samples.hook),
             BpfSort::RunsPerSec => f(b.runs_per_s).total_cmp(&f(a.runs_per_s)),
             BpfSort::AvgNs => f(b.avg_ns).total_cmp(&f(a.avg_ns)),
             // Newest first.
             BpfSort::Loaded => f(a.loaded_s)
                 .total_cmp(&f(b.loaded_s))
-                .then(b.id.cmp(&a.id)),
-            BpfSort::Id => a.id.cmp(&b.id),
-            BpfSort::Name => a.name.cmp(&b.name),
+                .then(b.head.id.cmp(&a.head.id)),
+            BpfSort::Id => a.head.id.cmp(&b.head.id),
+            BpfSort::Name => a.head.name.cmp(&b.head.name),
         };
-        o.then(a.id.cmp(&b.id))
+        o.then(a.head.id.cmp(&b.head.id))
     });
 }
 
@@ -212,34 +202,20 @@ pub fn sort_syms(v: &mut [SymLine], by: SymSort) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::bpf_view::{Parts, Shares};
+    use crate::analyze::bpf_view::Parts;
 
     fn key(c: KeyCode) -> KeyEvent {
         KeyEvent::new(c, KeyModifiers::NONE)
     }
 
     fn prog(id: u32, name: &str, own: u64) -> ProgLine {
-        ProgLine {
-            id,
-            name: name.into(),
-            tag: String::new(),
-            prog_type: String::new(),
-            samples: Parts {
-                own,
-                ..Default::default()
-            },
-            percent: Shares::default(),
-            subprogs: vec![],
-            owners: vec![],
-            attach: vec![],
-            run_cnt: None,
-            run_time_ns: None,
-            run_cnt_total: None,
-            runs_per_s: None,
-            avg_ns: None,
-            loaded_s: Some(id as f64),
-            unloaded: false,
-        }
+        let samples = Parts {
+            own,
+            ..Default::default()
+        };
+        let mut l = super::super::window::example(id, name, samples);
+        l.loaded_s = Some(id as f64);
+        l
     }
 
     #[test]
@@ -248,10 +224,10 @@ mod tests {
         for c in ['/', 'g', 'e', 't', 'x'] {
             s.key(key(KeyCode::Char(c)), &[]);
         }
-        assert!(s.filter.is_empty(), "not applied before Enter");
+        assert!(s.filter.text.is_empty(), "not applied before Enter");
         s.key(key(KeyCode::Backspace), &[]);
         s.key(key(KeyCode::Enter), &[]);
-        assert_eq!(s.filter, "get");
+        assert_eq!(s.filter.text, "get");
         assert!(s.keeps_prog(&prog(1, "sys_enter_getppid", 0)));
         assert!(!s.keeps_prog(&prog(2, "xdp_pass", 0)));
         assert!(s.keeps_sym("x", "getter"));
@@ -260,9 +236,9 @@ mod tests {
         s.key(key(KeyCode::Char('q')), &[]);
         assert!(!s.quit);
         s.key(key(KeyCode::Esc), &[]);
-        assert_eq!(s.filter, "get");
+        assert_eq!(s.filter.text, "get");
         s.key(key(KeyCode::Esc), &[]);
-        assert!(s.filter.is_empty());
+        assert!(s.filter.text.is_empty());
         s.key(key(KeyCode::Char('q')), &[]);
         assert!(s.quit);
     }
@@ -285,7 +261,7 @@ mod tests {
     fn enter_opens_the_selected_program() {
         let mut v = vec![prog(3, "c", 1), prog(1, "a", 5), prog(2, "b", 3)];
         sort_progs(&mut v, BpfSort::Total);
-        assert_eq!(v.iter().map(|p| p.id).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(v.iter().map(|p| p.head.id).collect::<Vec<_>>(), [1, 2, 3]);
         let mut s = UiState::default();
         s.key(key(KeyCode::Down), &v);
         s.key(key(KeyCode::Enter), &v);
@@ -293,8 +269,8 @@ mod tests {
         s.key(key(KeyCode::Esc), &v);
         assert_eq!(s.detail, None);
         sort_progs(&mut v, BpfSort::Name);
-        assert_eq!(v[0].name, "a");
+        assert_eq!(v[0].head.name, "a");
         sort_progs(&mut v, BpfSort::Loaded);
-        assert_eq!(v[0].id, 1, "loaded most recently first");
+        assert_eq!(v[0].head.id, 1, "loaded most recently first");
     }
 }

@@ -272,8 +272,10 @@ impl Live {
         Ok(())
     }
 
-    /// Everything so far as plain numbers, and what `also` reads from the
-    /// same resolved profile (resolving is the costly part of a refresh).
+    /// Everything since the last snapshot as plain numbers, and what `also`
+    /// reads from the same resolved profile. The engine's counts are
+    /// dropped then, so each refresh resolves one interval's rows and
+    /// stacks, not the whole session's.
     pub fn snapshot<T>(&mut self, also: impl FnOnce(&Profile) -> T) -> (Snapshot, T) {
         self.sync_programs();
         if self.meta_due > 0 {
@@ -283,6 +285,7 @@ impl Live {
         let p = self.engine.profile();
         let extra = also(p);
         let mut s = Snapshot::from_profile(p);
+        self.engine.clear_counts();
         for (id, p) in s.progs.iter_mut() {
             // Owners and attachments as last seen: the engine got them
             // when the program was added, often before it was attached.
@@ -323,11 +326,16 @@ impl Live {
         (s, extra)
     }
 
+    /// End the session; `top` exits next.
     pub fn stop(self) {
         self.opened.disable_sampling();
         if let Some(s) = self.side {
             s.stop();
         }
-        // Dropping the stats fd turns BPF_ENABLE_STATS back off.
+        // Dropping the stats fd turns BPF_ENABLE_STATS back off. The
+        // engine's state (every process's maps and symbols) is left to the
+        // exit: freed one allocation at a time, it only kept the shell's
+        // prompt waiting.
+        std::mem::forget(self.engine);
     }
 }

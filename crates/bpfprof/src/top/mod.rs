@@ -4,17 +4,16 @@
 //! hottest symbols over a decaying window, as perf top shows them.
 //!
 //! `live` runs the capture and the engine; `model` takes plain snapshots
-//! of the profile; `window` turns them into one refresh; `keys`, `ui` and
-//! `term` are the terminal UI; `json` the line-per-interval outputs.
+//! of the profile; `window` turns them into one refresh; `keys`, `screen` and
+//! `ui` are the terminal UI (with the pieces in `crate::tui`); `json` the line-per-interval outputs.
 
-mod json;
-mod keys;
+pub(crate) mod json;
+pub(crate) mod keys;
 mod live;
 mod model;
 mod screen;
-mod term;
 mod ui;
-mod window;
+pub(crate) mod window;
 
 use std::io::{IsTerminal, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -67,7 +66,7 @@ pub fn run(o: &TopOptions) -> anyhow::Result<i32> {
 
 /// The UI on its own thread, the capture loop on this one.
 fn run_tui(live: &mut Live, o: &TopOptions, wake: &OwnedFd) -> anyhow::Result<()> {
-    let term = term::Term::enter().context("setting up the terminal")?;
+    let term = crate::tui::term::Term::enter().context("setting up the terminal")?;
     let (ui_wake_r, ui_wake_w) = sys::pipe(true)?;
     let (tx, rx) = std::sync::mpsc::channel();
     let shared = Arc::new(screen::Shared {
@@ -176,6 +175,14 @@ fn run_loop(
         }
         let t0 = Instant::now();
         live.drain();
+        // A `q` pressed during the drain ends the session before the
+        // refresh, the one slow step, rather than after it.
+        if ui
+            .as_ref()
+            .is_some_and(|u| u.shared.quit.load(Ordering::SeqCst))
+        {
+            return Ok(());
+        }
         let t1 = Instant::now();
         let open = ui
             .as_ref()
@@ -248,7 +255,7 @@ fn nix_read(fd: &OwnedFd, buf: &mut [u8]) -> Option<usize> {
     f.read(buf).ok()
 }
 
-/// A program's hottest source lines since start, from the annotation of
+/// A program's hottest source lines over the last interval, from the annotation of
 /// its JIT code that `annotate` prints.
 fn hot_lines(p: &Profile, id: u32) -> (u32, Vec<ui::HotLine>, Option<String>) {
     let opts = AnnotateOptions {

@@ -1,5 +1,6 @@
-//! One look at the live profile, cumulative since `top` started: plain
-//! numbers the window diffs. Kept apart from the engine so that the window,
+//! One look at the live profile, over the interval since the last one
+//! (the engine forgets its counts after each): plain numbers the window
+//! adds up. Kept apart from the engine so that the window,
 //! the UI and the JSON are tested on made-up snapshots.
 
 use std::collections::BTreeMap;
@@ -20,7 +21,7 @@ pub struct SymKey {
     pub comm: String,
 }
 
-/// A program's cumulative numbers.
+/// A program's numbers over the interval.
 #[derive(Debug, Clone, Default)]
 pub struct ProgCum {
     pub id: u32,
@@ -40,10 +41,10 @@ pub struct ProgCum {
     pub load_time_ns: Option<u64>,
 }
 
-/// Everything `top` shows, as of one moment.
+/// Everything `top` shows of one interval.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    /// Samples of the sampling event so far.
+    /// Samples of the sampling event in the interval.
     pub samples: u64,
     pub lost: u64,
     pub callchains: bool,
@@ -72,15 +73,15 @@ impl Snapshot {
         if let Some(view) = bpf_view::summarize(p, &Filters::default()) {
             for g in view.programs {
                 s.progs.insert(
-                    g.id,
+                    g.head.id,
                     ProgCum {
-                        id: g.id,
-                        name: g.name,
-                        tag: g.tag,
-                        prog_type: g.prog_type,
-                        own: g.samples.own,
-                        called: g.samples.called,
-                        hook: g.samples.hook,
+                        id: g.head.id,
+                        name: g.head.name,
+                        tag: g.head.tag,
+                        prog_type: g.head.prog_type,
+                        own: g.head.samples.own,
+                        called: g.head.samples.called,
+                        hook: g.head.samples.hook,
                         subprogs: g
                             .subprogs
                             .into_iter()

@@ -13,7 +13,8 @@ use ratatui::crossterm::event::{self, Event, KeyEventKind};
 
 use super::model::Snapshot;
 use super::window::{Interval, Window};
-use super::{keys, term, ui};
+use super::{keys, ui};
+use crate::tui::term;
 
 /// One refresh, as the capture loop sends it.
 pub struct Update {
@@ -150,7 +151,7 @@ fn build(
         Some(f) => status_line(shown, f),
     };
     let detail = s.detail.and_then(|id| {
-        let prog = shown.progs.iter().find(|p| p.id == id)?.clone();
+        let prog = shown.progs.iter().find(|p| p.head.id == id)?.clone();
         let (lines, note) = match detail_lines {
             Some((d, lines, note)) if *d == id => (lines.clone(), note.clone()),
             _ => (

@@ -4,14 +4,14 @@
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
+use ratatui::widgets::{Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
-use super::json::{attach_text, owner_text};
 use super::keys::{BpfSort, Pane, SymSort, UiState};
 use super::window::{ProgLine, SymLine};
+use crate::tui::widgets::{self, fit, highlight, lengths, pane_block, NAME_MIN};
 
-/// One of a program's source lines, with its samples since start.
+/// One of a program's source lines, with its samples over the last interval.
 #[derive(Debug, Clone)]
 pub struct HotLine {
     pub place: String,
@@ -38,50 +38,6 @@ pub struct View {
     pub detail: Option<Detail>,
 }
 
-/// The narrowest the flexible column (a name) gets before others go.
-const NAME_MIN: u16 = 15;
-
-/// Widths of the columns that fit in `width` (one blank between columns):
-/// by priority, lowest number first, each kept while the rest still fit;
-/// column `flex` gets what is left. Exact lengths only: constraints that
-/// cannot all hold send ratatui's solver into a loop.
-fn fit(width: u16, cols: &[(u16, u8)], flex: usize) -> Vec<Option<u16>> {
-    let mut order: Vec<usize> = (0..cols.len()).collect();
-    order.sort_by_key(|&i| (cols[i].1, i));
-    let mut kept = vec![false; cols.len()];
-    let mut used: u32 = 0;
-    for i in order {
-        let add = cols[i].0 as u32 + if used == 0 { 0 } else { 1 };
-        if used + add <= width as u32 {
-            used += add;
-            kept[i] = true;
-        }
-    }
-    let spare = width as u32 - used;
-    (0..cols.len())
-        .map(|i| match (kept[i], i == flex) {
-            (false, _) => None,
-            (true, false) => Some(cols[i].0),
-            (true, true) => Some((cols[i].0 as u32 + spare).min(u16::MAX as u32) as u16),
-        })
-        .collect()
-}
-
-fn pct(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".into(), |v| format!("{v:.2}%"))
-}
-
-/// A duration the way top prints uptime: the largest unit that fits.
-pub fn age(secs: f64) -> String {
-    let s = secs as u64;
-    match s {
-        0..=119 => format!("{s}s"),
-        120..=7199 => format!("{}m", s / 60),
-        7200..=172_799 => format!("{}h", s / 3600),
-        _ => format!("{}d", s / 86_400),
-    }
-}
-
 fn bpf_sort_name(s: BpfSort) -> &'static str {
     match s {
         BpfSort::Total => "total",
@@ -105,157 +61,47 @@ fn sym_sort_name(s: SymSort) -> &'static str {
     }
 }
 
-fn pane_block(title: String, focused: bool) -> Block<'static> {
-    let style = match focused {
-        true => Style::default().add_modifier(Modifier::BOLD),
-        false => Style::default().add_modifier(Modifier::DIM),
-    };
-    Block::default()
-        .borders(Borders::TOP)
-        .title(title)
-        .border_style(style)
-}
-
 pub fn draw(f: &mut Frame<'_>, v: &View, s: &UiState) {
-    let area = f.area();
-    if area.height < 8 || area.width < 20 {
-        f.render_widget(
-            Paragraph::new("bpfprof top: window too small (q quits)"),
-            area,
-        );
+    let Some([status, panes, keys]) = widgets::screen_parts(f, "bpfprof top", 8) else {
         return;
-    }
-    // Exact heights, for the reason `fit` gives.
-    let panes = area.height - 2;
-    let [status, bpf, syms, keys] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Length(panes / 2),
-        Constraint::Length(panes - panes / 2),
-        Constraint::Length(1),
+    };
+    let [bpf, syms] = Layout::vertical([
+        Constraint::Length(panes.height / 2),
+        Constraint::Length(panes.height - panes.height / 2),
     ])
-    .areas(area);
+    .areas(panes);
     f.render_widget(Paragraph::new(v.status.as_str()), status);
     match &v.detail {
         Some(d) => draw_detail(f, bpf, d, s),
         None => draw_bpf(f, bpf, v, s),
     }
     draw_syms(f, syms, v, s);
-    let help = match &s.editing {
-        Some(t) => format!("filter (name or command, Enter applies, Esc cancels): {t}_"),
-        None => {
-            let filter = match s.filter.is_empty() {
-                true => String::new(),
-                false => format!("  [filter: {}]", s.filter),
-            };
-            format!("q quit  Tab pane  </> sort  / filter  Enter open  Esc back  s stats{filter}")
-        }
-    };
+    let help = s.filter.help_line(
+        "name or command",
+        "q quit  Tab pane  </> sort  / filter  Enter open  Esc back  s stats",
+    );
     f.render_widget(Paragraph::new(help), keys);
 }
 
 fn draw_bpf(f: &mut Frame<'_>, area: Rect, v: &View, s: &UiState) {
     let sort = s.bpf_sort();
-    // (header, sort column, width, priority): what a narrow terminal drops
-    // first has the highest priority number. Name takes what is left.
-    let cols: [(&'static str, Option<BpfSort>, u16, u8); 12] = [
-        ("Total", Some(BpfSort::Total), 8, 0),
-        ("Self", Some(BpfSort::Own), 7, 1),
-        ("Called", Some(BpfSort::Called), 7, 3),
-        ("Hook", Some(BpfSort::Hook), 7, 3),
-        ("Runs/s", Some(BpfSort::RunsPerSec), 8, 5),
-        ("Avg ns", Some(BpfSort::AvgNs), 7, 5),
-        ("ID", Some(BpfSort::Id), 6, 2),
-        ("Type", None, 11, 6),
-        ("Name", Some(BpfSort::Name), NAME_MIN, 0),
-        ("Attach", None, 26, 4),
-        ("Owner", None, 16, 4),
-        ("Loaded", Some(BpfSort::Loaded), 7, 7),
-    ];
-    let widths = fit(area.width, &cols.map(|c| (c.2, c.3)), 8);
-    let header = Row::new(
-        cols.iter()
-            .zip(&widths)
-            .filter(|(_, w)| w.is_some())
-            .map(|(c, _)| match c.1 == Some(sort) {
-                true => Cell::from(format!("{}▼", c.0)),
-                false => Cell::from(c.0),
-            }),
-    )
-    .style(Style::default().add_modifier(Modifier::UNDERLINED));
-    let rows = v.progs.iter().map(|p| {
-        let name = match p.unloaded {
-            true => format!("{} [unloaded]", p.name),
-            false => p.name.clone(),
-        };
-        let cells = [
-            pct(p.percent.total),
-            format!("{:.2}%", p.percent.own),
-            pct(p.percent.called),
-            pct(p.percent.hook),
-            p.runs_per_s
-                .map_or_else(|| "-".into(), |r| format!("{r:.0}")),
-            p.avg_ns.map_or_else(|| "-".into(), |n| format!("{n:.0}")),
-            p.id.to_string(),
-            p.prog_type.clone(),
-            name,
-            attach_text(p),
-            owner_text(p),
-            p.loaded_s.map_or_else(|| "-".into(), age),
-        ];
-        let row = Row::new(
-            cells
-                .into_iter()
-                .zip(&widths)
-                .filter(|(_, w)| w.is_some())
-                .map(|(c, _)| c),
-        );
-        match p.unloaded {
-            true => row.style(Style::default().add_modifier(Modifier::DIM)),
-            false => row,
-        }
-    });
-    let widths: Vec<Constraint> = widths
-        .iter()
-        .flatten()
-        .map(|&w| Constraint::Length(w))
-        .collect();
     let title = format!(
         " BPF programs ({}; last interval; sort: {}) ",
         v.progs.len(),
         bpf_sort_name(sort)
     );
-    let table = Table::new(rows, widths)
-        .header(header)
-        .block(pane_block(title, s.pane == Pane::Bpf))
-        .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));
-    let mut st = TableState::default();
-    if s.pane == Pane::Bpf && !v.progs.is_empty() {
-        st.select(Some(s.selected[0].min(v.progs.len() - 1)));
-    }
-    f.render_stateful_widget(table, area, &mut st);
+    let pane = widgets::ProgPane {
+        progs: &v.progs,
+        sort,
+        title,
+        selected: (s.pane == Pane::Bpf).then_some(s.selected[0]),
+    };
+    widgets::draw_progs(f, area, pane);
 }
 
 fn draw_detail(f: &mut Frame<'_>, area: Rect, d: &Detail, s: &UiState) {
     let p = &d.prog;
-    let mut lines: Vec<Line<'_>> = vec![Line::from(format!(
-        "{} (id {}, {}, tag {}): total {}  self {:.2}%  called {}  hook {}  runs/s {}  avg ns {}",
-        p.name,
-        p.id,
-        p.prog_type,
-        p.tag,
-        pct(p.percent.total),
-        p.percent.own,
-        pct(p.percent.called),
-        pct(p.percent.hook),
-        p.runs_per_s
-            .map_or_else(|| "-".into(), |r| format!("{r:.0}")),
-        p.avg_ns.map_or_else(|| "-".into(), |n| format!("{n:.0}")),
-    ))];
-    lines.push(Line::from(format!(
-        "attach: {}   owner: {}",
-        attach_text(p),
-        owner_text(p)
-    )));
+    let mut lines: Vec<Line<'_>> = widgets::prog_heading(p).map(Line::from).into();
     lines.push(Line::from(
         "sub-programs (samples: last interval / since start):",
     ));
@@ -266,7 +112,7 @@ fn draw_detail(f: &mut Frame<'_>, area: Rect, d: &Detail, s: &UiState) {
         )));
     }
     lines.push(Line::from(
-        "hottest source lines (own samples since start):",
+        "hottest source lines (own samples, last interval):",
     ));
     for h in &d.lines {
         lines.push(Line::from(format!(
@@ -277,7 +123,7 @@ fn draw_detail(f: &mut Frame<'_>, area: Rect, d: &Detail, s: &UiState) {
     if let Some(n) = &d.note {
         lines.push(Line::from(format!("  {n}")));
     }
-    let title = format!(" BPF program {} (Esc: back) ", p.id);
+    let title = format!(" BPF program {} (Esc: back) ", p.head.id);
     f.render_widget(
         Paragraph::new(lines).block(pane_block(title, s.pane == Pane::Bpf)),
         area,
@@ -311,11 +157,7 @@ fn draw_syms(f: &mut Frame<'_>, area: Rect, v: &View, s: &UiState) {
             .map(|(_, c)| c),
     )
     .style(Style::default().add_modifier(Modifier::UNDERLINED));
-    let widths: Vec<Constraint> = widths
-        .iter()
-        .flatten()
-        .map(|&w| Constraint::Length(w))
-        .collect();
+    let widths = lengths(&widths);
     let title = format!(
         " Symbols (decaying by 7/8 each refresh; sort: {}) ",
         sym_sort_name(sort)
@@ -323,7 +165,7 @@ fn draw_syms(f: &mut Frame<'_>, area: Rect, v: &View, s: &UiState) {
     let table = Table::new(rows, widths)
         .header(header)
         .block(pane_block(title, s.pane == Pane::Symbols))
-        .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));
+        .row_highlight_style(highlight());
     let mut st = TableState::default();
     if s.pane == Pane::Symbols && !v.syms.is_empty() {
         st.select(Some(s.selected[1].min(v.syms.len() - 1)));
@@ -334,54 +176,31 @@ fn draw_syms(f: &mut Frame<'_>, area: Rect, v: &View, s: &UiState) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::bpf_view::{Parts, Shares};
-    use ratatui::backend::TestBackend;
-    use ratatui::Terminal;
+    use crate::analyze::bpf_view::Parts;
 
     fn screen(v: &View, s: &UiState, w: u16, h: u16) -> String {
-        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-        t.draw(|f| draw(f, v, s)).unwrap();
-        let buf = t.backend().buffer().clone();
-        let mut out = String::new();
-        for y in 0..h {
-            for x in 0..w {
-                out.push_str(buf[(x, y)].symbol());
-            }
-            out.push('\n');
-        }
-        out
+        widgets::screen(w, h, |f| draw(f, v, s))
     }
 
     fn view() -> View {
         View {
             status: "bpfprof top".into(),
-            progs: vec![ProgLine {
-                id: 77,
-                name: "sys_enter_getpp".into(),
-                tag: "ab".into(),
-                prog_type: "tracepoint".into(),
-                samples: Parts {
-                    own: 4,
-                    called: Some(27),
-                    hook: Some(40),
-                    total: Some(71),
-                },
-                percent: Shares {
-                    own: 4.0,
-                    called: Some(27.0),
-                    hook: Some(40.0),
-                    total: Some(71.0),
-                },
-                subprogs: vec![],
-                owners: vec![],
-                attach: vec![],
-                run_cnt: None,
-                run_time_ns: None,
-                run_cnt_total: None,
-                runs_per_s: None,
-                avg_ns: None,
-                loaded_s: Some(130.0),
-                unloaded: true,
+            progs: vec![{
+                let mut l = super::super::window::example(
+                    77,
+                    "sys_enter_getpp",
+                    Parts {
+                        own: 4,
+                        called: Some(27),
+                        hook: Some(40),
+                        total: Some(71),
+                    },
+                );
+                l.head.tag = "ab".into();
+                l.head.prog_type = "tracepoint".into();
+                l.loaded_s = Some(130.0);
+                l.unloaded = true;
+                l
             }],
             syms: vec![SymLine {
                 kernel: true,
@@ -413,38 +232,8 @@ mod tests {
     }
 
     #[test]
-    fn columns_fit_any_width() {
-        for w in [0u16, 10, 40, 100, 160, 300] {
-            let cols = [(8, 0), (7, 1), (NAME_MIN, 0), (26, 4)];
-            let got = fit(w, &cols, 2);
-            let kept: Vec<u16> = got.iter().flatten().copied().collect();
-            let total: u32 =
-                kept.iter().map(|&x| x as u32).sum::<u32>() + kept.len().saturating_sub(1) as u32;
-            assert!(total <= w as u32, "{w}: {got:?}");
-            if w >= 8 + 1 + NAME_MIN + 1 + 7 {
-                assert!(
-                    got[0].is_some() && got[1].is_some() && got[2].is_some(),
-                    "{w}: {got:?}"
-                );
-            }
-        }
-        // Wide: everything, the name taking the rest.
-        assert_eq!(
-            fit(100, &[(8, 0), (15, 0), (20, 3)], 1),
-            [Some(8), Some(70), Some(20)]
-        );
-    }
-
-    #[test]
     fn a_narrow_window_keeps_the_name() {
         let text = screen(&view(), &UiState::default(), 100, 20);
         assert!(text.contains("sys_enter_getpp"), "{text}");
-    }
-
-    #[test]
-    fn ages_pick_their_unit() {
-        assert_eq!(age(5.0), "5s");
-        assert_eq!(age(600.0), "10m");
-        assert_eq!(age(3.0 * 86_400.0), "3d");
     }
 }

@@ -1,13 +1,17 @@
-//! From cumulative snapshots to what one refresh shows: the BPF pane is
-//! the last interval exactly (the difference of two snapshots), the
-//! symbols pane a decaying window as in perf top (each refresh keeps 7/8 of
-//! a row's weight and adds the new samples).
+//! From each interval's snapshot to what one refresh shows: the BPF pane is
+//! the last interval exactly, the symbols pane a decaying window as in perf
+//! top (each refresh keeps 7/8 of a row's weight and adds the new samples).
+//! The engine forgets its counts after each snapshot, so what lasts across
+//! intervals (the window's weights, sub-programs' totals, the kernel's run
+//! counters) is kept here.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::model::{ProgCum, Snapshot, SymKey};
-use crate::analyze::bpf_view::{AttachPoint, Owner, Parts, Shares};
+use crate::analyze::bpf_view::{AttachPoint, Owner, Parts, ProgHead, Shares};
 
 /// The weight a symbol row keeps from one refresh to the next.
 pub const DECAY: f64 = 7.0 / 8.0;
@@ -16,18 +20,14 @@ pub const DECAY: f64 = 7.0 / 8.0;
 const FORGET: f64 = 0.05;
 
 /// One program over the last interval. The keys of `report --bpf --json`
-/// where they mean the same (`samples`, `percent`, `run_cnt`, ...), counted
-/// over the interval rather than over a recording.
-#[derive(Debug, Clone, Serialize)]
+/// where they mean the same (the head's, by sharing it; `owners`,
+/// `attach`, `run_cnt`, ...), counted over the interval rather than over a
+/// recording.
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct ProgLine {
-    pub id: u32,
-    pub name: String,
-    pub tag: String,
-    #[serde(rename = "type")]
-    pub prog_type: String,
-    pub samples: Parts,
-    /// Shares of all samples of the interval, in percent.
-    pub percent: Shares,
+    /// Its shares are of all samples of the interval.
+    #[serde(flatten)]
+    pub head: ProgHead,
     pub subprogs: Vec<SubLine>,
     pub owners: Vec<Owner>,
     pub attach: Vec<AttachPoint>,
@@ -78,7 +78,12 @@ pub struct Interval {
 
 #[derive(Debug, Default)]
 pub struct Window {
-    prev: Option<Snapshot>,
+    /// The kernel's run counters of each program at the last refresh.
+    stats: BTreeMap<u32, (u64, u64)>,
+    /// Programs seen at an earlier refresh.
+    seen: BTreeSet<u32>,
+    /// Own samples per (program, sub-program) since start.
+    sub_totals: FxHashMap<(u32, u32), u64>,
     /// Decayed weight and last interval's samples per symbol row.
     weights: FxHashMap<SymKey, (f64, u64)>,
 }
@@ -88,47 +93,56 @@ fn delta(now: u64, before: u64) -> u64 {
 }
 
 impl Window {
-    /// Take the next snapshot, `secs` after the previous one.
+    /// Take the next interval's snapshot, `secs` long.
     pub fn advance(&mut self, now: Snapshot, secs: f64, stats_on: bool) -> Interval {
-        let empty = Snapshot::default();
-        let prev = self.prev.as_ref().unwrap_or(&empty);
-        let samples = delta(now.samples, prev.samples);
+        let samples = now.samples;
         let pct = |n: u64| match samples {
             0 => 0.0,
             t => 100.0 * n as f64 / t as f64,
         };
-        let mut progs: Vec<ProgLine> = now
-            .progs
-            .values()
-            .map(|p| {
-                let before = prev.progs.get(&p.id);
-                prog_line(p, before, &now, prev, secs, stats_on, &pct)
-            })
-            .collect();
-        let key = |l: &ProgLine| l.samples.total.unwrap_or(l.samples.own);
-        progs.sort_by(|a, b| key(b).cmp(&key(a)).then(a.id.cmp(&b.id)));
+        let mut progs: Vec<ProgLine> = Vec::with_capacity(now.progs.len());
+        for p in now.progs.values() {
+            let seen = self.seen.contains(&p.id);
+            let runs = stats_delta(&now, &self.stats, p.id, seen, stats_on);
+            let subprogs = p
+                .subprogs
+                .iter()
+                .map(|(index, name, n)| {
+                    let t = self.sub_totals.entry((p.id, *index)).or_default();
+                    *t += n;
+                    SubLine {
+                        index: *index,
+                        name: name.clone(),
+                        samples: *n,
+                        samples_total: *t,
+                    }
+                })
+                .collect();
+            progs.push(prog_line(p, subprogs, runs, &now, secs, stats_on, &pct));
+        }
+        self.seen.extend(now.progs.keys());
+        let key = |l: &ProgLine| l.head.samples.total.unwrap_or(l.head.samples.own);
+        progs.sort_by(|a, b| key(b).cmp(&key(a)).then(a.head.id.cmp(&b.head.id)));
 
         for w in self.weights.values_mut() {
             *w = (w.0 * DECAY, 0);
         }
-        for (k, &n) in &now.syms {
-            let d = delta(n, prev.syms.get(k).copied().unwrap_or(0));
+        for (k, &d) in &now.syms {
             if d > 0 {
                 let w = self.weights.entry(k.clone()).or_default();
                 *w = (w.0 + d as f64, d);
             }
         }
         self.weights.retain(|_, w| w.0 >= FORGET);
-        let out = Interval {
+        self.stats = now.stats;
+        Interval {
             secs,
             samples,
-            lost: delta(now.lost, prev.lost),
+            lost: now.lost,
             callchains: now.callchains,
             stats_on,
             progs,
-        };
-        self.prev = Some(now);
-        out
+        }
     }
 
     /// The symbols pane: rows by (kernel, symbol, shared object), over the
@@ -165,58 +179,52 @@ impl Window {
     }
 }
 
+/// Runs and run time over the interval, from the kernel's counters now
+/// and at the last refresh; a program first seen now ran from 0.
+fn stats_delta(
+    now: &Snapshot,
+    before: &BTreeMap<u32, (u64, u64)>,
+    id: u32,
+    seen: bool,
+    stats_on: bool,
+) -> (Option<u64>, Option<u64>) {
+    match (now.stats.get(&id).filter(|_| stats_on), before.get(&id)) {
+        (Some(&(c, t)), Some(&(c0, t0))) => (Some(delta(c, c0)), Some(delta(t, t0))),
+        (Some(&(c, t)), None) if !seen => (Some(c), Some(t)),
+        _ => (None, None),
+    }
+}
+
 fn prog_line(
     p: &ProgCum,
-    before: Option<&ProgCum>,
+    subprogs: Vec<SubLine>,
+    (runs, ns): (Option<u64>, Option<u64>),
     now: &Snapshot,
-    prev: &Snapshot,
     secs: f64,
     stats_on: bool,
     pct: &dyn Fn(u64) -> f64,
 ) -> ProgLine {
-    let d = |n: Option<u64>, b: Option<u64>| n.map(|n| delta(n, b.unwrap_or(0)));
-    let own = delta(p.own, before.map_or(0, |b| b.own));
-    let called = d(p.called, before.and_then(|b| b.called));
-    let hook = d(p.hook, before.and_then(|b| b.hook));
+    let (own, called, hook) = (p.own, p.called, p.hook);
     let total = called.zip(hook).map(|(c, h)| own + c + h);
     let stats = now.stats.get(&p.id).filter(|_| stats_on);
-    // A program new in this interval ran from 0.
-    let (runs, ns) = match (stats, prev.stats.get(&p.id)) {
-        (Some(&(c, t)), Some(&(c0, t0))) => (Some(delta(c, c0)), Some(delta(t, t0))),
-        (Some(&(c, t)), None) if before.is_none() => (Some(c), Some(t)),
-        _ => (None, None),
-    };
-    let subprogs = p
-        .subprogs
-        .iter()
-        .map(|(index, name, n)| {
-            let b = before
-                .and_then(|b| b.subprogs.iter().find(|s| s.0 == *index))
-                .map_or(0, |s| s.2);
-            SubLine {
-                index: *index,
-                name: name.clone(),
-                samples: delta(*n, b),
-                samples_total: *n,
-            }
-        })
-        .collect();
     ProgLine {
-        id: p.id,
-        name: p.name.clone(),
-        tag: p.tag.clone(),
-        prog_type: p.prog_type.clone(),
-        samples: Parts {
-            own,
-            called,
-            hook,
-            total,
-        },
-        percent: Shares {
-            own: pct(own),
-            called: called.map(pct),
-            hook: hook.map(pct),
-            total: total.map(pct),
+        head: ProgHead {
+            id: p.id,
+            name: p.name.clone(),
+            tag: p.tag.clone(),
+            prog_type: p.prog_type.clone(),
+            samples: Parts {
+                own,
+                called,
+                hook,
+                total,
+            },
+            percent: Shares {
+                own: pct(own),
+                called: called.map(pct),
+                hook: hook.map(pct),
+                total: total.map(pct),
+            },
         },
         subprogs,
         owners: p.owners.clone(),
@@ -234,6 +242,28 @@ fn prog_line(
             .filter(|&t| t > 0 && now.boot_ns >= t)
             .map(|t| (now.boot_ns - t) as f64 / 1e9),
         unloaded: now.unloaded.contains(&p.id),
+    }
+}
+
+/// A program for the UI's and the outputs' tests: these samples, as
+/// shares of 100.
+#[cfg(test)]
+pub fn example(id: u32, name: &str, samples: Parts) -> ProgLine {
+    let pct = |n: u64| n as f64;
+    ProgLine {
+        head: ProgHead {
+            id,
+            name: name.into(),
+            samples,
+            percent: Shares {
+                own: pct(samples.own),
+                called: samples.called.map(pct),
+                hook: samples.hook.map(pct),
+                total: samples.total.map(pct),
+            },
+            ..Default::default()
+        },
+        ..Default::default()
     }
 }
 
@@ -275,22 +305,22 @@ mod tests {
     fn programs_show_the_last_interval_only() {
         let mut w = Window::default();
         let first = w.advance(snap(100, &[prog(1, 10, 5, 5)], &[]), 1.0, false);
-        assert_eq!(first.progs[0].samples.total, Some(20));
-        assert_eq!(first.progs[0].percent.total, Some(20.0));
+        assert_eq!(first.progs[0].head.samples.total, Some(20));
+        assert_eq!(first.progs[0].head.percent.total, Some(20.0));
         // 300 samples in the second interval, 30 + 10 + 20 of them in prog 1.
         let second = w.advance(
-            snap(400, &[prog(1, 40, 15, 25), prog(2, 90, 0, 0)], &[]),
+            snap(300, &[prog(1, 30, 10, 20), prog(2, 90, 0, 0)], &[]),
             1.0,
             false,
         );
-        let p1 = second.progs.iter().find(|p| p.id == 1).unwrap();
-        assert_eq!(p1.samples.own, 30);
-        assert_eq!(p1.samples.called, Some(10));
-        assert_eq!(p1.samples.hook, Some(20));
-        assert_eq!(p1.samples.total, Some(60));
-        assert!((p1.percent.total.unwrap() - 20.0).abs() < 1e-9);
+        let p1 = second.progs.iter().find(|p| p.head.id == 1).unwrap();
+        assert_eq!(p1.head.samples.own, 30);
+        assert_eq!(p1.head.samples.called, Some(10));
+        assert_eq!(p1.head.samples.hook, Some(20));
+        assert_eq!(p1.head.samples.total, Some(60));
+        assert!((p1.head.percent.total.unwrap() - 20.0).abs() < 1e-9);
         // The costlier program comes first.
-        assert_eq!(second.progs[0].id, 2);
+        assert_eq!(second.progs[0].head.id, 2);
         assert_eq!(second.samples, 300);
     }
 
@@ -300,7 +330,7 @@ mod tests {
         let mut a = snap(10, &[prog(1, 0, 0, 0)], &[]);
         a.stats.insert(1, (1000, 50_000));
         w.advance(a, 1.0, true);
-        let mut b = snap(20, &[prog(1, 0, 0, 0)], &[]);
+        let mut b = snap(10, &[prog(1, 0, 0, 0)], &[]);
         b.stats.insert(1, (1500, 100_000));
         let i = w.advance(b, 0.5, true);
         let p = &i.progs[0];
@@ -309,7 +339,7 @@ mod tests {
         assert_eq!(p.runs_per_s, Some(1000.0));
         assert_eq!(p.avg_ns, Some(100.0));
         // Stats off: nothing is made up.
-        let mut c = snap(30, &[prog(1, 0, 0, 0)], &[]);
+        let mut c = snap(10, &[prog(1, 0, 0, 0)], &[]);
         c.stats.insert(1, (1600, 110_000));
         let off = w.advance(c, 1.0, false);
         assert_eq!(off.progs[0].run_cnt, None);
@@ -321,11 +351,7 @@ mod tests {
         let mut w = Window::default();
         w.advance(snap(80, &[], &[(sym("a", "x"), 80)]), 1.0, false);
         // No new samples in `a`; 10 in `b`.
-        w.advance(
-            snap(90, &[], &[(sym("a", "x"), 80), (sym("b", "y"), 10)]),
-            1.0,
-            false,
-        );
+        w.advance(snap(10, &[], &[(sym("b", "y"), 10)]), 1.0, false);
         let rows = w.symbols(|_| true);
         assert_eq!(rows[0].symbol, "a");
         // a: 80 * 7/8 = 70, b: 10, so 87.5% and 12.5%.
@@ -353,13 +379,25 @@ mod tests {
     }
 
     #[test]
+    fn sub_programs_add_up_since_start() {
+        let mut w = Window::default();
+        let mut p = prog(1, 3, 0, 0);
+        p.subprogs = vec![(0, "main".into(), 3)];
+        w.advance(snap(10, &[p.clone()], &[]), 1.0, false);
+        p.subprogs[0].2 = 4;
+        let i = w.advance(snap(10, &[p], &[]), 1.0, false);
+        assert_eq!(i.progs[0].subprogs[0].samples, 4);
+        assert_eq!(i.progs[0].subprogs[0].samples_total, 7);
+    }
+
+    #[test]
     fn unloaded_programs_stay_and_are_marked() {
         let mut w = Window::default();
         w.advance(snap(10, &[prog(7, 5, 0, 0)], &[]), 1.0, false);
-        let mut s = snap(20, &[prog(7, 5, 0, 0)], &[]);
+        let mut s = snap(10, &[prog(7, 0, 0, 0)], &[]);
         s.unloaded.push(7);
         let i = w.advance(s, 1.0, false);
         assert!(i.progs[0].unloaded);
-        assert_eq!(i.progs[0].samples.own, 0);
+        assert_eq!(i.progs[0].head.samples.own, 0);
     }
 }

@@ -2,6 +2,8 @@
 //! helpers, and a workload that makes BPF programs run.
 #![allow(dead_code)]
 
+pub mod tmux;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -641,12 +641,47 @@ impl Engine {
         self.p
     }
 
-    /// Everything fed so far, resolved: counts since the engine started.
-    /// Costs in proportion to the rows and stack nodes, not the samples,
-    /// so a live view can ask once per refresh.
+    /// Everything fed so far, resolved: counts since the engine started
+    /// (or since [`Engine::clear_counts`]). Costs in proportion to the rows
+    /// and stack nodes, not the samples, so a live view can ask once per
+    /// refresh.
     pub fn profile(&mut self) -> &Profile {
         self.resolve();
         &self.p
+    }
+
+    /// Forget what was counted — rows, stacks, chains, totals, lost counts,
+    /// per-address hits — and keep the state the rules need: processes'
+    /// maps and commands, the BPF symbol timeline and programs, the change
+    /// numbering. The next [`Engine::profile`] holds only what is fed
+    /// after this, so a live view that clears after each refresh resolves
+    /// one interval, not the whole session.
+    pub fn clear_counts(&mut self) {
+        // Its caches number rows and stack nodes that go now.
+        let changes = std::mem::take(&mut self.counted.changes);
+        self.counted = Counted {
+            changes,
+            ..Counted::default()
+        };
+        if let Some(live) = self.live.as_mut() {
+            live.stacks = RawStacks::default();
+        }
+        let p = &mut self.p;
+        p.rows.clear();
+        p.chains.clear();
+        p.stacks = Stacks::default();
+        p.total = Counts::default();
+        p.other_events.clear();
+        p.lost = 0;
+        p.lost_samples = 0;
+        p.ip_hits.clear();
+        p.bpf_hits.clear();
+        p.bpf_samples.clear();
+        p.bpf_calls.clear();
+        p.bpf_offsets.clear();
+        p.bpf_cost = None;
+        p.samples.clear();
+        p.stack_locs.clear();
     }
 }
 

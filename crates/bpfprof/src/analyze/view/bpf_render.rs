@@ -69,7 +69,7 @@ pub fn table(s: &BpfSummary, limit: Option<usize>, out: &mut dyn Write) -> std::
             plural(unnamed as usize, "sample", "samples")
         )?;
     } else if s.callchains {
-        let total: u64 = s.programs.iter().filter_map(|p| p.samples.total).sum();
+        let total: u64 = s.programs.iter().filter_map(|p| p.head.samples.total).sum();
         let share = |n: u64| match s.total.samples {
             0 => 0.0,
             t => 100.0 * n as f64 / t as f64,
@@ -111,14 +111,14 @@ pub fn table(s: &BpfSummary, limit: Option<usize>, out: &mut dyn Write) -> std::
         writeln!(
             out,
             "#  {:>7}  {:>7}  {:>7}  {:>7}  {:>8}  {:>6}  {:<15}  {:<30}  {:<30}  {:<18}  {:>8}  {:>8}  {:>9}  {:>7}{}",
-            pct(pr.percent.total),
-            pct(Some(pr.percent.own)),
-            pct(pr.percent.called),
-            pct(pr.percent.hook),
-            pr.samples.total.unwrap_or(pr.samples.own),
-            pr.id,
-            pr.prog_type,
-            pr.name,
+            pct(pr.head.percent.total),
+            pct(Some(pr.head.percent.own)),
+            pct(pr.head.percent.called),
+            pct(pr.head.percent.hook),
+            pr.head.samples.total.unwrap_or(pr.head.samples.own),
+            pr.head.id,
+            pr.head.prog_type,
+            pr.head.name,
             attach_point(pr),
             holder(pr),
             loaded(pr),

@@ -71,8 +71,11 @@ pub struct MapSummary {
     pub max_entries: u32,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct ProgSummary {
+/// A program and its cost in parts: what `report --bpf --json` and
+/// `top --json` say of each program under the same keys, one struct so
+/// that the two cannot drift.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ProgHead {
     pub id: u32,
     /// The main function's BTF name where the program has BTF (never the
     /// kernel's 16-byte cut when BTF has the whole name).
@@ -81,7 +84,14 @@ pub struct ProgSummary {
     #[serde(rename = "type")]
     pub prog_type: String,
     pub samples: Parts,
+    /// Shares of the samples in view, in percent.
     pub percent: Shares,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProgSummary {
+    #[serde(flatten)]
+    pub head: ProgHead,
     /// Samples in each sub-program's own code.
     pub subprogs: Vec<SubSummary>,
     pub hook_sites: Vec<HookSite>,
@@ -255,7 +265,7 @@ pub fn summarize(p: &Profile, filters: &Filters) -> Option<BpfSummary> {
                     percent: pct(c.samples),
                 })
                 .collect();
-            ProgSummary {
+            let head = ProgHead {
                 id,
                 name: full_name(rec, &subprogs),
                 tag: perfdata::hex(
@@ -275,6 +285,9 @@ pub fn summarize(p: &Profile, filters: &Filters) -> Option<BpfSummary> {
                     hook: parts.hook.map(pct),
                     total: parts.total.map(pct),
                 },
+            };
+            ProgSummary {
+                head,
                 subprogs,
                 hook_sites: pc.map_or_else(Vec::new, |pc| {
                     pc.hook_sites
@@ -335,9 +348,9 @@ pub fn summarize(p: &Profile, filters: &Filters) -> Option<BpfSummary> {
             }
         })
         .collect();
-    let key = |s: &ProgSummary| s.samples.total.unwrap_or(s.samples.own);
-    programs.sort_by(|a, b| key(b).cmp(&key(a)).then(a.id.cmp(&b.id)));
-    let samples: u64 = programs.iter().map(|s| s.samples.own).sum();
+    let key = |s: &ProgSummary| s.head.samples.total.unwrap_or(s.head.samples.own);
+    programs.sort_by(|a, b| key(b).cmp(&key(a)).then(a.head.id.cmp(&b.head.id)));
+    let samples: u64 = programs.iter().map(|s| s.head.samples.own).sum();
     let stats = cost.and_then(|c| c.stats).map(|s| StatsSummary {
         samples: s.samples.samples,
         percent: pct(s.samples.samples),
