@@ -11,7 +11,9 @@ use bpfprof::top::{LiveOptions, Output, TopOptions};
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "The BPF pane shows the last interval exactly; the symbols pane a decaying \
-window, as perf top: each refresh keeps 7/8 of a row's weight and adds its new samples.\n\n\
+window, as perf top: each refresh keeps 7/8 of a row's weight and adds its new samples. \
+Idle CPUs are not sampled, so shares are of busy CPU time and an idle machine costs top next \
+to nothing; --idle samples them too, as perf top does.\n\n\
 Keys: Tab switches panes, < and > change the sort column, / filters by name or command \
 (Esc clears), Enter opens a program (its sub-programs and hottest source lines; Esc goes back), \
 s toggles BPF run-time stats, q quits.\n\n\
@@ -53,6 +55,11 @@ pub struct TopArgs {
     /// Ring buffer size per CPU in pages (a power of two).
     #[arg(short = 'm', long = "mmap-pages", default_value_t = 128)]
     pub mmap_pages: usize,
+    /// Sample idle CPUs too, as perf top does: shares are then of all CPU
+    /// time, not of busy time, and an idle machine costs top as much to
+    /// watch as a busy one.
+    #[arg(long)]
+    pub idle: bool,
 }
 
 pub fn run(a: &TopArgs) -> anyhow::Result<i32> {
@@ -85,6 +92,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<i32> {
             freq: a.freq,
             data_pages: a.mmap_pages,
             bpf_stats: a.bpf_stats,
+            idle: a.idle,
         },
         interval: Duration::from_secs_f64(a.delay),
         output,

@@ -170,8 +170,9 @@ fn shares_agree_with_a_recording_of_the_same_period() {
     let _work = GetppidLoop::start();
     let dir = support::tempdir();
     let data = support::path(&dir, "same.data");
+    // Both sample idle CPUs: the shares are of the same time.
     let mut top = bpfprof()
-        .args(["top", "--json", "-F", "499", "-d", "1", "-n", "6"])
+        .args(["top", "--json", "--idle", "-F", "499", "-d", "1", "-n", "6"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -280,4 +281,76 @@ fn csv_has_a_row_per_program_per_interval() {
     }
     assert_eq!(intervals.len(), 3, "three intervals");
     assert_eq!(ours, 3, "the program on each interval");
+}
+
+/// Busy and idle time of all CPUs so far, in USER_HZ ticks, from
+/// /proc/stat (idle: idle + iowait).
+fn cpu_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").expect("/proc/stat");
+    let v: Vec<u64> = stat
+        .lines()
+        .next()
+        .expect("the cpu line")
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|n| n.parse().expect("a tick count"))
+        .collect();
+    let idle = v[3] + v[4];
+    (v.iter().sum::<u64>() - idle, idle)
+}
+
+/// Samples and (busy, all) CPU-seconds over the intervals after the first
+/// of `top --json -F 499 -d 1 -n 4 ARGS`, the ticks read as each line came.
+fn samples_and_cpu_seconds(args: &[&str]) -> (f64, f64, f64) {
+    let mut top = bpfprof()
+        .args(["top", "--json", "-F", "499", "-d", "1", "-n", "4"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bpfprof top starts");
+    let out = BufReader::new(top.stdout.take().unwrap());
+    let (mut samples, mut first) = (0u64, None);
+    let mut last = (0, 0);
+    for line in out.lines() {
+        let v: Value = serde_json::from_str(&line.expect("a line")).expect("each line is JSON");
+        last = cpu_ticks();
+        match first {
+            None => first = Some(last),
+            Some(_) => samples += v["samples"].as_u64().unwrap(),
+        }
+    }
+    assert!(top.wait().unwrap().success());
+    let first = first.expect("top printed a line");
+    let busy = (last.0 - first.0) as f64 / 100.0;
+    let idle = (last.1 - first.1) as f64 / 100.0;
+    (samples as f64, busy, busy + idle)
+}
+
+/// By default top samples busy CPUs only (cpu-clock honours exclude_idle),
+/// so that watching an idle machine costs next to nothing; `--idle`
+/// samples every CPU all the time, as perf top does. Checked against the
+/// kernel's own busy and idle time (/proc/stat) over the same intervals:
+/// a run's samples are the frequency times busy, or all, CPU-seconds.
+#[test]
+fn top_samples_busy_time_unless_idle_is_asked_for() {
+    if !live(false) {
+        return;
+    }
+    let _one = support::one_at_a_time();
+    let near =
+        |samples: f64, secs: f64| (samples - 499.0 * secs).abs() <= 0.3 * 499.0 * secs + 150.0;
+    let (samples, busy, all) = samples_and_cpu_seconds(&[]);
+    eprintln!("default: {samples} samples, {busy:.2} busy of {all:.2} CPU-seconds");
+    assert!(
+        near(samples, busy),
+        "{samples} samples for {busy:.2} busy CPU-seconds"
+    );
+    let (samples, busy, all) = samples_and_cpu_seconds(&["--idle"]);
+    eprintln!("--idle: {samples} samples, {busy:.2} busy of {all:.2} CPU-seconds");
+    assert!(
+        near(samples, all),
+        "{samples} samples for {all:.2} CPU-seconds"
+    );
 }

@@ -96,6 +96,10 @@ pub struct Config {
     pub callchain: bool,
     pub bpf_events: bool,
     pub data_pages: usize,
+    /// No samples while a CPU runs its idle task (`exclude_idle`, which
+    /// cpu-clock honours): a live view of an idle machine then has next
+    /// to nothing to do. perf record and perf top sample idle CPUs too.
+    pub exclude_idle: bool,
 }
 
 /// The sampling attr, as perf record builds it.
@@ -120,6 +124,9 @@ pub fn sampling_attr(c: &Config, target: &Target) -> EventAttr {
     }
     if matches!(target, Target::Child(_)) {
         a.flags |= flags::ENABLE_ON_EXEC;
+    }
+    if c.exclude_idle {
+        a.flags |= flags::EXCLUDE_IDLE;
     }
     a
 }
@@ -504,6 +511,7 @@ mod tests {
             callchain: false,
             bpf_events: true,
             data_pages: 128,
+            exclude_idle: false,
         };
         let s = sampling_attr(&cfg, &Target::SystemWide);
         // perf 6.1 `record -a`: cpu-clock sample_type 0x10187, dummy 0x10087.

@@ -340,6 +340,7 @@ fn record_target(
         callchain: opts.callchain,
         bpf_events: opts.bpf_events,
         data_pages: opts.data_pages,
+        exclude_idle: false,
     };
     let opened = match events::open(&cfg, target, &cpus) {
         Err(events::OpenError::Unsupported { .. })

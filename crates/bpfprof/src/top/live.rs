@@ -30,6 +30,8 @@ pub struct LiveOptions {
     pub freq: u64,
     pub data_pages: usize,
     pub bpf_stats: bool,
+    /// Sample idle CPUs too, as perf top does.
+    pub idle: bool,
 }
 
 pub struct Live {
@@ -76,6 +78,7 @@ impl Live {
             callchain: true,
             bpf_events: true,
             data_pages: o.data_pages,
+            exclude_idle: !o.idle,
         };
         let opened = match events::open(&cfg, &target, &cpus) {
             Err(events::OpenError::Unsupported { .. }) if cfg.event.is_hardware() => {
