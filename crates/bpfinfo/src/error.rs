@@ -55,8 +55,10 @@ pub enum Error {
         /// The tail of the verifier log.
         log: String,
     },
-    /// A file under /sys or /proc could not be read.
-    #[error("{path}: {source}")]
+    /// A file under /sys or /proc could not be read. The OS error is the
+    /// source, not part of the message: anyhow's `{:#}` prints the chain,
+    /// and saying it in both printed it twice.
+    #[error("{path}")]
     Io {
         /// The path that failed.
         path: String,
@@ -79,5 +81,29 @@ impl Error {
             Error::Io { source, .. } => source.raw_os_error(),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    /// Under anyhow's `{:#}` (how the binary prints errors) the path and
+    /// the OS error each appear once; `{:?}` keeps the cause too.
+    #[test]
+    fn an_io_error_prints_each_cause_once() {
+        let path = "/sys/kernel/tracing/events/no/such/id";
+        let e = Error::Io {
+            path: path.into(),
+            source: std::fs::read_to_string(path).unwrap_err(),
+        };
+        let os = std::io::Error::from_raw_os_error(libc::ENOENT).to_string();
+        assert_eq!(e.errno(), Some(libc::ENOENT));
+        let e = anyhow::Error::new(e).context("attaching the test program");
+        let all = format!("{e:#}");
+        assert_eq!(all.matches(&os).count(), 1, "{all}");
+        assert_eq!(all.matches(path).count(), 1, "{all}");
+        assert_eq!(all, format!("attaching the test program: {path}: {os}"));
+        assert!(format!("{e:?}").contains(&os));
     }
 }

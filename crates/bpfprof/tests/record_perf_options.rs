@@ -203,6 +203,56 @@ fn options_perf_would_refuse_are_refused_by_name() {
     assert!(err.contains("--call-graph dwarf is not built"), "{err}");
 }
 
+/// An unknown option is an error that names it and, where one is close,
+/// the option meant (clap's `suggestions`), exit 2; nothing is recorded
+/// and no command is run. Run in an empty directory, so that a perf.data
+/// written by mistake shows.
+#[test]
+fn unknown_options_are_named_with_the_nearest_and_exit_2() {
+    let dir = tempdir();
+    let run = |args: &[&str]| {
+        let o = bpfprof()
+            .current_dir(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?} printed {:?}", o.stdout);
+        err
+    };
+    for (args, unknown, nearest) in [
+        (
+            &["record", "--cont", "5", "--", "true"][..],
+            "'--cont'",
+            Some("'--count'"),
+        ),
+        (&["record", "-Q", "--", "true"], "'-Q'", None),
+        (&["report", "--sortt", "dso"], "'--sortt'", Some("'--sort'")),
+        (&["annotate", "--sourc"], "'--sourc'", Some("'--source'")),
+    ] {
+        let err = run(args);
+        assert!(
+            err.contains(&format!("unexpected argument {unknown}")),
+            "{args:?}: {err}"
+        );
+        if let Some(n) = nearest {
+            assert!(
+                err.contains(&format!("similar argument exists: {n}")),
+                "{args:?}: {err}"
+            );
+        }
+    }
+    for sub in [
+        "record", "report", "script", "annotate", "export", "top", "bpf",
+    ] {
+        let err = run(&[sub, "--no-such-option"]);
+        assert!(err.contains("'--no-such-option'"), "{sub}: {err}");
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "files written: {left:?}");
+}
+
 #[test]
 fn quiet_prints_nothing_on_success() {
     if !live(false) {

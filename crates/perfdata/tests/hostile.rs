@@ -23,20 +23,29 @@ thread_local! {
     static LARGEST: Cell<usize> = const { Cell::new(0) };
 }
 
+// SAFETY: every call is forwarded unchanged to the system allocator, which
+// upholds GlobalAlloc's contract; `note` only records a size and does not
+// allocate (thread-local Cells, `try_with`).
 unsafe impl GlobalAlloc for Watch {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         note(l.size());
+        // SAFETY: the caller upholds alloc's contract (a non-zero size)
+        // for this layout, passed on unchanged.
         unsafe { System.alloc(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: `p` came from System through this allocator, with `l`.
         unsafe { System.dealloc(p, l) }
     }
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
         note(l.size());
+        // SAFETY: as for alloc.
         unsafe { System.alloc_zeroed(l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
         note(n);
+        // SAFETY: `p` came from System through this allocator, with `l`;
+        // the caller guarantees `n` is valid for `l`'s alignment.
         unsafe { System.realloc(p, l, n) }
     }
 }

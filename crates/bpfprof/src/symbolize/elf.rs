@@ -16,7 +16,7 @@ use object::{Object, ObjectSegment};
 pub use super::demangle::demangle;
 use super::file_map::FileBytes;
 
-mod cache;
+pub(crate) mod cache;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Sym {

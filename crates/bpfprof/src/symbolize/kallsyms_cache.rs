@@ -15,7 +15,7 @@
 use std::path::Path;
 
 use super::cache_files::{self, Fnv};
-use super::file_map::map_file;
+use super::file_map::{map_file, FileBytes};
 use super::Kallsyms;
 
 const PROC: &str = "/proc/kallsyms";
@@ -68,7 +68,11 @@ fn stamp() -> Option<String> {
 /// The file is mapped, not read: it is replaced by renaming, never
 /// rewritten in place, so the mapping stays valid.
 fn read(file: &Path, stamp: &str) -> Option<Kallsyms> {
-    let data = map_file(file)?;
+    decode(map_file(file)?, stamp)
+}
+
+/// The symbols of a cache file's bytes, if written for `stamp` and whole.
+pub(crate) fn decode(data: FileBytes, stamp: &str) -> Option<Kallsyms> {
     let nl = data.iter().take(256).position(|&b| b == b'\n')?;
     let head = std::str::from_utf8(&data[..nl]).ok()?;
     let rest = head.strip_prefix(MAGIC)?.strip_prefix(' ')?;

@@ -9,14 +9,14 @@ mod cache_files;
 mod debug_files;
 mod demangle;
 pub mod elf;
-mod file_map;
+pub(crate) mod file_map;
 pub mod kallsyms;
-mod kallsyms_cache;
+pub(crate) mod kallsyms_cache;
 pub mod kcore;
 mod libiberty;
 pub mod lines;
 mod loader;
-mod plt;
+pub(crate) mod plt;
 mod threads;
 mod user_syms;
 

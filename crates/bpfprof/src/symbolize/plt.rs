@@ -10,7 +10,7 @@ use object::read::elf::{ElfFile, FileHeader, Rel as _, Rela as _, SectionHeader,
 /// `.rela.plt` (or `.rel.plt`) names the n-th entry of `.plt` after its
 /// header, by its symbol in `.dynsym`. `None` where the file has no such
 /// PLT.
-pub(super) fn entries<Elf: FileHeader<Endian = object::Endianness>>(
+pub(crate) fn entries<Elf: FileHeader<Endian = object::Endianness>>(
     file: &ElfFile<'_, Elf>,
 ) -> Option<Vec<(u64, u64, String)>> {
     let endian = file.endian();
@@ -54,7 +54,11 @@ pub(super) fn entries<Elf: FileHeader<Endian = object::Endianness>>(
             .collect(),
     };
     let strings = dynsym.strings();
-    let mut at = Into::<u64>::into(plt.sh_addr(endian)) + header;
+    // A PLT said to lie at the top of the address space is a damaged file:
+    // its entries' addresses would wrap.
+    let start = Into::<u64>::into(plt.sh_addr(endian)).checked_add(header)?;
+    start.checked_add(entry.checked_mul(syms.len() as u64)?)?;
+    let mut at = start;
     let mut out = Vec::with_capacity(syms.len());
     for i in syms {
         let name = dynsym
@@ -111,5 +115,32 @@ mod tests {
                 assert_eq!(found, Some((name, addr)), "{path} at {addr:#x}");
             }
         }
+    }
+
+    /// A `.plt` whose address lies at the top of the address space (a
+    /// damaged file) gives no entries rather than addresses that wrap.
+    #[test]
+    fn a_plt_at_the_top_of_the_address_space_gives_no_entries() {
+        use object::read::elf::{ElfFile64, FileHeader as _};
+        let path = "/usr/bin/bash";
+        let Ok(mut bytes) = std::fs::read(path) else {
+            return skip(&format!("no {path}"));
+        };
+        let at = {
+            let file = ElfFile64::<object::Endianness>::parse(&*bytes).unwrap();
+            let endian = file.endian();
+            let (index, _) = file
+                .elf_section_table()
+                .section_by_name(endian, b".plt")
+                .expect("bash has a .plt");
+            let head = file.elf_header();
+            head.e_shoff(endian) as usize + index.0 * head.e_shentsize(endian) as usize
+        };
+        // sh_addr of an Elf64_Shdr is at offset 16.
+        bytes[at + 16..at + 24].copy_from_slice(&(u64::MAX - 8).to_le_bytes());
+        let file = ElfFile64::<object::Endianness>::parse(&*bytes).unwrap();
+        assert_eq!(super::entries(&file), None);
+        let e = ElfSymbols::parse(FileBytes::Owned(bytes)).unwrap();
+        assert!(e.lookup(u64::MAX - 1).is_none());
     }
 }

@@ -229,6 +229,10 @@ const BPF_PROG_LOAD: libc::c_long = 5;
 const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 
 fn sys_bpf(cmd: libc::c_long, attr: &mut [u8]) -> libc::c_long {
+    // SAFETY: the kernel reads and writes at most `attr.len()` bytes of
+    // `attr`, a live exclusive buffer; the addresses inside it are set by
+    // this module's two callers (the function is private) to buffers that
+    // outlive the call, with the lengths they have.
     unsafe {
         libc::syscall(
             libc::SYS_bpf,
@@ -282,6 +286,8 @@ impl BpfProg {
         ga[8..16].copy_from_slice(&(info.as_mut_ptr() as u64).to_le_bytes());
         if sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &mut ga) < 0 {
             let e = std::io::Error::last_os_error();
+            // SAFETY: `fd` is the program just loaded, owned here and
+            // closed once, before returning without it.
             unsafe { libc::close(fd) };
             return Err(e);
         }
@@ -307,6 +313,7 @@ impl BpfProg {
 
 impl Drop for BpfProg {
     fn drop(&mut self) {
+        // SAFETY: the fd is this value's own (from `load`), closed only here.
         unsafe { libc::close(self.fd) };
     }
 }

@@ -79,7 +79,7 @@ fn load_in(path: &Path, dir: Option<&Path>) -> Option<(ElfSymbols, bool)> {
 
 /// What a cache file is valid for: the binary's identity, then this
 /// executable's.
-type Stamp = [u64; 8];
+pub(crate) type Stamp = [u64; 8];
 
 fn stamp_of(meta: &std::fs::Metadata) -> Option<Stamp> {
     let exe = *EXE.get_or_init(|| {
@@ -124,7 +124,7 @@ fn read(file: &Path, stamp: &Stamp, data: FileBytes) -> Result<ElfSymbols, FileB
     }
 }
 
-fn encode(e: &ElfSymbols, stamp: &Stamp) -> Vec<u8> {
+pub(crate) fn encode(e: &ElfSymbols, stamp: &Stamp) -> Vec<u8> {
     let mut out = Vec::with_capacity(256 + e.syms.len() * 21);
     out.extend_from_slice(MAGIC);
     let u64s = |out: &mut Vec<u8>, vs: &[u64]| {
@@ -203,7 +203,11 @@ impl<'a> Cursor<'a> {
     }
 }
 
-fn decode(bytes: &[u8], stamp: &Stamp, data: FileBytes) -> Result<ElfSymbols, FileBytes> {
+pub(crate) fn decode(
+    bytes: &[u8],
+    stamp: &Stamp,
+    data: FileBytes,
+) -> Result<ElfSymbols, FileBytes> {
     match parts(bytes, stamp, data.len()) {
         Some(p) => Ok(ElfSymbols { data, ..p }),
         None => Err(data),
