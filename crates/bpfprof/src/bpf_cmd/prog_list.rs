@@ -16,16 +16,7 @@ use super::{full_name, loaded_at, type_name};
 /// the load time's seconds), so `loaded_at_epoch` equals bpftool's
 /// `loaded_at` to the second.
 pub fn loaded_at_epoch(load_time_ns: u64) -> u64 {
-    let secs = |clock| {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is a valid, writable timespec; both clocks exist on
-        // every kernel with bpf(2).
-        unsafe { libc::clock_gettime(clock, &mut ts) };
-        ts.tv_sec as u64
-    };
+    let secs = |clock| bpfprof::capture::sys::clock_ns(clock) / 1_000_000_000;
     (secs(libc::CLOCK_REALTIME) - secs(libc::CLOCK_BOOTTIME)) + load_time_ns / 1_000_000_000
 }
 

@@ -485,11 +485,31 @@ pub fn self_cpu_time_us() -> (u64, u64) {
 /// Nanoseconds on CLOCK_MONOTONIC, the clock perf samples are stamped with
 /// by default (perf_clock is local_clock; close to it on x86-64).
 pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// The width of the terminal standard output is, if it is one and says.
+pub fn stdout_columns() -> Option<u16> {
+    let mut ws = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one `winsize` through the pointer, which
+    // points at a live, writable one.
+    let r = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) };
+    (r == 0 && ws.ws_col > 0).then_some(ws.ws_col)
+}
+
+/// Nanoseconds on `clock` (0 if the kernel has no such clock).
+pub fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: `ts` is a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    // SAFETY: `ts` is a valid out-pointer; an unknown clock is an error
+    // return that leaves it zero.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

@@ -75,20 +75,7 @@ pub fn terminal_width() -> Option<usize> {
     {
         return Some(c);
     }
-    let mut ws = libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ writes one `winsize` through the pointer, which
-    // points at a live, writable one.
-    let r = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) };
-    Some(if r == 0 && ws.ws_col > 0 {
-        ws.ws_col as usize
-    } else {
-        80
-    })
+    Some(crate::capture::sys::stdout_columns().map_or(80, usize::from))
 }
 
 /// `1 record`, `2 records`.
