@@ -143,11 +143,12 @@ fn user_lines_agree_with_perf_and_land_on_the_hot_loop() {
         .filter(|(_, l)| l.contains("/* HOT */"))
         .map(|(i, _)| format!("hot.c:{}", i + 1))
         .collect();
-    let on_hot: f64 = ours
+    let hot_rows: Vec<f64> = ours
         .iter()
         .filter(|r| hot.contains(&r.keys[0]))
         .map(|r| r.percent)
-        .sum();
+        .collect();
+    let on_hot: f64 = hot_rows.iter().sum();
     assert!(on_hot > 80.0, "{on_hot}% on {hot:?}: {ours:?}");
 
     // Keys that need a thread or CPU are refused, saying why.
@@ -176,7 +177,13 @@ fn user_lines_agree_with_perf_and_land_on_the_hot_loop() {
         .filter(|r| r["symbol"] == "spin" && hot.contains(r["srcline"].as_str().unwrap()))
         .map(|r| r["overhead"].as_f64().unwrap())
         .sum();
-    assert!((spin_hot - on_hot).abs() < 0.01, "{spin_hot} vs {on_hot}");
+    // The text's percentages are rounded to 0.01: each row's by up to 0.005.
+    let rounding = 0.005 * hot_rows.len() as f64 + 1e-9;
+    assert!(
+        (spin_hot - on_hot).abs() <= rounding,
+        "{spin_hot} vs {on_hot} over {} rows",
+        hot_rows.len()
+    );
 }
 
 fn fixture(name: &str) -> PathBuf {
