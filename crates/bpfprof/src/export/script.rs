@@ -57,11 +57,8 @@ pub fn write(
     out: &mut dyn Write,
 ) -> Result<Vec<(String, u64)>, ExportError> {
     let attrs = file.attrs();
-    let mut left_out: Vec<(String, u64)> = attrs
-        .iter()
-        .filter(|a| a.attr.type_ == event_type::TRACEPOINT)
-        .map(|a| (a.name.clone(), 0))
-        .collect();
+    // Tracepoint samples left out, by attr.
+    let mut left_out = vec![0u64; attrs.len()];
     // perf right-aligns each event's name to the longest in the file.
     let width = attrs.iter().map(|a| a.name.len()).max().unwrap_or(0);
     let mut chain: Vec<u32> = Vec::with_capacity(128);
@@ -78,9 +75,7 @@ pub fn write(
         let attr = attrs.get(at.attr as usize);
         let event = attr.map_or("", |a| a.name.as_str());
         if attr.is_some_and(|a| a.attr.type_ == event_type::TRACEPOINT) {
-            if let Some(n) = left_out.iter_mut().find(|(name, _)| name == event) {
-                n.1 += 1;
-            }
+            left_out[at.attr as usize] += 1;
             return Ok(());
         }
         let (secs, usecs) = (s.time / 1_000_000_000, s.time % 1_000_000_000 / 1000);
@@ -131,8 +126,12 @@ pub fn write(
         writeln!(out)?;
         Ok(())
     })?;
-    left_out.retain(|&(_, n)| n > 0);
-    Ok(left_out)
+    Ok(attrs
+        .iter()
+        .zip(left_out)
+        .filter(|&(_, n)| n > 0)
+        .map(|(a, n)| (a.name.clone(), n))
+        .collect())
 }
 
 /// Whether perf discards a call chain: one with a context marker it does
