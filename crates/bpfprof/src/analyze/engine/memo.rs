@@ -9,6 +9,7 @@
 
 use rustc_hash::FxHashMap;
 
+use super::node_table::child_key;
 use crate::analyze::profile::Counts;
 
 /// When each thing a resolution depends on last changed. A sample's
@@ -158,11 +159,12 @@ impl RowCache {
 }
 
 /// One of a thread's recent call stacks: its frames leaf first, as
-/// (address, kernel mode), and the stack-tree node of each.
+/// (address, kernel mode), and the key and stack-tree node of each.
 #[derive(Default)]
 struct Previous {
     seq: u32,
     frames: Vec<(u64, bool)>,
+    keys: Vec<u64>,
     nodes: Vec<u32>,
 }
 
@@ -185,21 +187,34 @@ struct Thread {
 pub struct StackCache {
     threads: FxHashMap<u32, Thread>,
     frames: Vec<(u64, bool)>,
+    keys: Vec<u64>,
     nodes: Vec<u32>,
+}
+
+/// The frames of a stack that no recent stack shares, leaf first: to be
+/// interned from the last (the outermost) to the first, under `parent`.
+pub struct Run<'a> {
+    pub parent: u32,
+    pub frames: &'a [(u64, bool)],
+    /// Each frame's key: [`child_key`] of its path from the root.
+    pub keys: &'a [u64],
+    /// Where the node of each frame goes.
+    pub nodes: &'a mut [u32],
 }
 
 impl StackCache {
     /// The leaf node of a sample's stack. `raw` is the callchain as
-    /// recorded (leaf first, with context markers); `child` interns one
-    /// frame under a parent node; the outermost frame goes under `root`,
-    /// which must be the same while nothing changed for the process.
+    /// recorded (leaf first, with context markers); `intern` interns the
+    /// frames no recent stack shares; the outermost frame goes under
+    /// `root` (node, key), which must be the same while nothing changed
+    /// for the process.
     pub fn leaf(
         &mut self,
         ch: &Changes,
         k: SampleKey,
         raw: &[u64],
-        root: u32,
-        mut child: impl FnMut(u32, u64, bool) -> u32,
+        (root, root_key): (u32, u64),
+        intern: impl FnOnce(Run<'_>),
     ) -> u32 {
         let pid = k.pid;
         self.frames.clear();
@@ -231,23 +246,37 @@ impl StackCache {
         let n = self.frames.len();
         self.nodes.clear();
         self.nodes.resize(n, 0);
-        let mut node = root;
+        self.keys.clear();
+        self.keys.resize(n, 0);
+        let (mut parent, mut key) = (root, root_key);
         if shared > 0 {
             let prev = &t.recent[best];
-            node = prev.nodes[prev.frames.len() - shared];
-            self.nodes[n - shared..].copy_from_slice(&prev.nodes[prev.frames.len() - shared..]);
+            let from = prev.frames.len() - shared;
+            (parent, key) = (prev.nodes[from], prev.keys[from]);
+            self.nodes[n - shared..].copy_from_slice(&prev.nodes[from..]);
+            self.keys[n - shared..].copy_from_slice(&prev.keys[from..]);
         }
-        for i in (0..n - shared).rev() {
-            let (addr, k) = self.frames[i];
-            node = child(node, addr, k);
-            self.nodes[i] = node;
+        let run = n - shared;
+        for i in (0..run).rev() {
+            key = child_key(key, self.frames[i].0);
+            self.keys[i] = key;
         }
+        if run > 0 {
+            intern(Run {
+                parent,
+                frames: &self.frames[..run],
+                keys: &self.keys[..run],
+                nodes: &mut self.nodes[..run],
+            });
+        }
+        let leaf = self.nodes[0];
         let slot = &mut t.recent[t.next];
         t.next = (t.next + 1) % RECENT_STACKS;
         slot.seq = ch.now();
         std::mem::swap(&mut slot.frames, &mut self.frames);
+        std::mem::swap(&mut slot.keys, &mut self.keys);
         std::mem::swap(&mut slot.nodes, &mut self.nodes);
-        node
+        leaf
     }
 }
 
@@ -295,7 +324,13 @@ mod tests {
             ip: 0,
             kernel: false,
         };
-        c.leaf(ch, k, raw, 0, |p, a, _| t.child(p, a))
+        c.leaf(ch, k, raw, (0, 0), |run| {
+            let mut node = run.parent;
+            for i in (0..run.frames.len()).rev() {
+                node = t.child(node, run.frames[i].0);
+                run.nodes[i] = node;
+            }
+        })
     }
 
     #[test]

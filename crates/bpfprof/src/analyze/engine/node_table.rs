@@ -1,11 +1,35 @@
-//! The index of a call-stack tree: (address, parent) → node, for the
-//! thread that interns stacks (`raw_stacks`).
+//! The index of a call-stack tree: (key, parent) → node, for the thread
+//! that interns stacks (`raw_stacks`).
 //!
 //! Interning a frame is a lookup in a table of up to millions of nodes,
-//! too big for the CPU cache, and each frame's lookup waits for its
-//! parent's. hashbrown reads a group of control bytes, then the slot, two
-//! cache misses apart; here the key and the node sit in one 16-byte slot,
-//! probed linearly, so a lookup is mostly one miss.
+//! too big for the CPU cache. hashbrown reads a group of control bytes,
+//! then the slot, two cache misses apart; here the key and the node sit
+//! in one 16-byte slot, probed linearly, so a lookup is mostly one miss.
+//!
+//! A frame's key is not its address but a hash of its whole path from the
+//! root ([`child_key`]), which the addresses alone give: so the slots of
+//! all a stack's new frames are known before any of them is found, and
+//! [`NodeTable::warm`] has their cache misses overlap instead of each
+//! frame's lookup waiting for its parent's.
+
+/// The multiplier of the keys: odd, so that multiplying is a bijection.
+const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// The key of the frame at `addr` under the node whose key is `parent`.
+///
+/// For one parent key this is a bijection of the address (a rotate and an
+/// xor by a constant, then a multiply by an odd number), and a node's key
+/// is fixed when it is made. So by induction from the roots, (key,
+/// parent node) names the same node as (address, parent node) would:
+/// two frames under one parent share a key only if they share an address.
+pub fn child_key(parent: u64, addr: u64) -> u64 {
+    (parent.rotate_left(26) ^ addr).wrapping_mul(MIX)
+}
+
+/// The key of a root, a bijection of what names it (see [`child_key`]).
+pub fn root_key(name: u64) -> u64 {
+    name.wrapping_mul(MIX)
+}
 
 /// The index, in [`SHARDS`] tables chosen by the hash's top bits: each
 /// grows on its own, so the index never holds two copies of itself.
@@ -23,16 +47,28 @@ impl Default for NodeTable {
     }
 }
 
+const SHARD_BITS: u32 = SHARDS.trailing_zeros();
+
 impl NodeTable {
-    /// The node of `addr` under `parent`; `new` makes it when absent.
-    pub fn get_or_insert(&mut self, addr: u64, parent: u32, new: impl FnOnce() -> u32) -> u32 {
-        let h = hash(addr, parent);
-        let shard = (h >> (64 - SHARDS.trailing_zeros())) as usize;
-        self.shards[shard].get_or_insert(h << SHARDS.trailing_zeros(), addr, parent, new)
+    /// The node of `key` under `parent`; `new` makes it when absent.
+    pub fn get_or_insert(&mut self, key: u64, parent: u32, new: impl FnOnce() -> u32) -> u32 {
+        let shard = (key >> (64 - SHARD_BITS)) as usize;
+        self.shards[shard].get_or_insert(key, parent, new)
+    }
+
+    /// Read the slot where `key` would be found first, so that the
+    /// lookup that follows finds it in the cache: a frame's lookup needs
+    /// its parent's node, but its slot needs only the key.
+    pub fn warm(&self, key: u64) -> u32 {
+        let s = &self.shards[(key >> (64 - SHARD_BITS)) as usize];
+        match s.slots.len() {
+            0 => 0,
+            len => s.slots[home(key, len - 1)].2,
+        }
     }
 }
 
-/// Open addressing, linear probing; a slot is (address, parent, node),
+/// Open addressing, linear probing; a slot is (key, parent, node),
 /// empty while its node is 0 (node 0 is the root, nobody's child).
 #[derive(Default)]
 struct Shard {
@@ -44,30 +80,23 @@ struct Shard {
 const MIN_SLOTS: usize = 1024;
 
 impl Shard {
-    /// `hash`: the key's hash without the bits that chose the shard.
-    fn get_or_insert(
-        &mut self,
-        hash: u64,
-        addr: u64,
-        parent: u32,
-        new: impl FnOnce() -> u32,
-    ) -> u32 {
+    fn get_or_insert(&mut self, key: u64, parent: u32, new: impl FnOnce() -> u32) -> u32 {
         // At most 5/8 full: probes stay short.
         if (self.len + 1) * 8 > self.slots.len() * 5 {
             self.grow();
         }
         let mask = self.slots.len() - 1;
-        let mut i = home(hash, mask);
+        let mut i = home(key, mask);
         loop {
             let s = &mut self.slots[i];
             if s.2 == 0 {
                 let n = new();
                 debug_assert_ne!(n, 0, "node 0 marks an empty slot");
-                *s = (addr, parent, n);
+                *s = (key, parent, n);
                 self.len += 1;
                 return n;
             }
-            if s.0 == addr && s.1 == parent {
+            if s.0 == key && s.1 == parent {
                 return s.2;
             }
             i = (i + 1) & mask;
@@ -81,7 +110,7 @@ impl Shard {
         let old = std::mem::replace(&mut self.slots, slots);
         let mask = size - 1;
         for s in old.into_iter().filter(|s| s.2 != 0) {
-            let mut i = home(hash(s.0, s.1) << SHARDS.trailing_zeros(), mask);
+            let mut i = home(s.0, mask);
             while self.slots[i].2 != 0 {
                 i = (i + 1) & mask;
             }
@@ -90,15 +119,11 @@ impl Shard {
     }
 }
 
-/// A slot for `hash` by its top bits, where a multiplicative hash mixes.
-fn home(hash: u64, mask: usize) -> usize {
-    (hash >> (64 - mask.count_ones())) as usize
-}
-
-/// The hash a key is stored under: mixed by a multiply, so that its high
-/// bits depend on every bit of the key.
-fn hash(addr: u64, parent: u32) -> u64 {
-    (addr ^ u64::from(parent).rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+/// A key's first slot, by the top bits under those that chose the shard:
+/// keys are products, whose high bits depend on every bit of what was
+/// multiplied.
+fn home(key: u64, mask: usize) -> usize {
+    ((key << SHARD_BITS) >> (64 - mask.count_ones())) as usize
 }
 
 #[cfg(test)]
@@ -121,7 +146,8 @@ mod tests {
                     next += 1;
                     next - 1
                 });
-                let got = t.get_or_insert(addr, parent, || {
+                let key = child_key(root_key(parent.into()), addr);
+                let got = t.get_or_insert(key, parent, || {
                     // Made only when the oracle made one too.
                     next - 1
                 });
@@ -131,6 +157,22 @@ mod tests {
         assert_eq!(t.shards.iter().map(|s| s.len).sum::<usize>(), oracle.len());
         for s in &t.shards {
             assert!(s.slots.len() * 5 >= s.len * 8, "kept at most 5/8 full");
+        }
+    }
+
+    #[test]
+    fn one_parent_key_gives_each_address_its_own_key() {
+        // The bijection's inverse, by the multiplier's inverse mod 2^64:
+        // every address comes back from its key.
+        let inverse = (0..6).fold(MIX, |x, _| {
+            x.wrapping_mul(2u64.wrapping_sub(MIX.wrapping_mul(x)))
+        });
+        assert_eq!(MIX.wrapping_mul(inverse), 1);
+        for parent in [0, 1, u64::MAX, root_key(7 << 32 | 3)] {
+            for addr in [0, 1, 0x40_1000, 0xffff_ffff_8100_0010, u64::MAX] {
+                let key = child_key(parent, addr);
+                assert_eq!(key.wrapping_mul(inverse) ^ parent.rotate_left(26), addr);
+            }
         }
     }
 }

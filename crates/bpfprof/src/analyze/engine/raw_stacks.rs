@@ -9,7 +9,7 @@
 //! that one node to a location and never probes a table.
 
 use super::memo::{Changes, SampleKey, StackCache};
-use super::node_table::NodeTable;
+use super::node_table::{self, NodeTable};
 
 /// What a node stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -32,15 +32,19 @@ pub struct RawNode {
 
 /// The tree; node 0 is the root of everything.
 pub struct RawStacks {
-    /// (address, parent) → node, a table per kind: 16-byte slots rather
-    /// than 24 with the kind in the key (on a recording of a million
-    /// nodes, the report's peak RSS is 174-181 MB; perf's is 231).
+    tree: Tree,
+    memo: StackCache,
+}
+
+struct Tree {
+    /// (key, parent) → node, a table per kind: 16-byte slots rather than
+    /// 24 with the kind in the key (on a recording of a million nodes,
+    /// the report's peak RSS is 174-181 MB; perf's is 231).
     index: Vec<NodeTable>,
-    /// Recently used (parent, address) → node, direct-mapped: the hot part
-    /// of a big tree, small enough to stay in the CPU cache.
+    /// Recently used (key, parent) → node, direct-mapped: the hot part of
+    /// a big tree, small enough to stay in the CPU cache.
     recent: Vec<(u64, u32, u32)>,
     len: u32,
-    memo: StackCache,
 }
 
 const RECENT: usize = 1 << 15;
@@ -50,9 +54,11 @@ const KINDS: usize = NodeKind::Process as usize + 1;
 impl Default for RawStacks {
     fn default() -> Self {
         RawStacks {
-            index: (0..KINDS).map(|_| NodeTable::default()).collect(),
-            recent: crate::huge_vec::table(RECENT, (0, 0, 0)),
-            len: 1,
+            tree: Tree {
+                index: (0..KINDS).map(|_| NodeTable::default()).collect(),
+                recent: crate::huge_vec::table(RECENT, (0, 0, 0)),
+                len: 1,
+            },
             memo: StackCache::default(),
         }
     }
@@ -62,43 +68,65 @@ impl RawStacks {
     /// The leaf node of a sample's stack (`raw` as recorded, leaf first);
     /// nodes seen for the first time are appended to `new`, in id order.
     pub fn leaf(&mut self, ch: &Changes, k: SampleKey, raw: &[u64], new: &mut Vec<RawNode>) -> u32 {
-        let RawStacks {
-            index,
-            recent,
-            len,
-            memo,
-        } = self;
-        let mut intern = |parent: u32, addr: u64, kind: NodeKind| {
-            // The parent and kind share one word of the slot; node 0 is
-            // never a child, so a zeroed slot matches nothing. Parents past
-            // 2^30 do not fit beside the kind: they skip the cache.
-            let tag = parent << 2 | kind as u32;
-            let h = (addr ^ (tag as u64) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            let slot = &mut recent[(h >> (64 - 15)) as usize];
-            let cached = parent < 1 << 30;
-            if cached && slot.0 == addr && slot.1 == tag && slot.2 != 0 {
-                return slot.2;
-            }
-            let n = index[kind as usize].get_or_insert(addr, parent, || {
-                new.push(RawNode { parent, addr, kind });
-                *len += 1;
-                *len - 1
-            });
-            if cached {
-                *slot = (addr, tag, n);
-            }
-            n
-        };
         let state = (k.pid as u64) << 32 | ch.last(k.pid, true) as u64;
-        let root = intern(0, state, NodeKind::Process);
-        memo.leaf(ch, k, raw, root, |parent, addr, kernel| {
-            let kind = if kernel {
-                NodeKind::Kernel
-            } else {
-                NodeKind::User
+        let root_key = node_table::root_key(state);
+        let (tree, memo) = (&mut self.tree, &mut self.memo);
+        let root = tree.intern(0, root_key, state, NodeKind::Process, new);
+        memo.leaf(ch, k, raw, (root, root_key), |run| {
+            let kind = |kernel| match kernel {
+                true => NodeKind::Kernel,
+                false => NodeKind::User,
             };
-            intern(parent, addr, kind)
+            // Every frame's first slot is read before any is looked up:
+            // the cache misses overlap rather than queue one behind the
+            // other.
+            let warmed = run
+                .frames
+                .iter()
+                .zip(run.keys)
+                .fold(0, |acc, (&(_, kernel), &key)| {
+                    acc ^ tree.index[kind(kernel) as usize].warm(key)
+                });
+            std::hint::black_box(warmed);
+            let mut node = run.parent;
+            for i in (0..run.frames.len()).rev() {
+                let (addr, kernel) = run.frames[i];
+                node = tree.intern(node, run.keys[i], addr, kind(kernel), new);
+                run.nodes[i] = node;
+            }
         })
+    }
+}
+
+impl Tree {
+    /// The node of the frame `key` (at `addr`) under `parent`.
+    fn intern(
+        &mut self,
+        parent: u32,
+        key: u64,
+        addr: u64,
+        kind: NodeKind,
+        new: &mut Vec<RawNode>,
+    ) -> u32 {
+        // The parent and kind share one word of the slot; node 0 is never
+        // a child, so a zeroed slot matches nothing. Parents past 2^30 do
+        // not fit beside the kind: they skip the cache.
+        let tag = parent << 2 | kind as u32;
+        let slot = &mut self.recent[(key >> (64 - 15)) as usize];
+        let cached = parent < 1 << 30;
+        if cached && slot.0 == key && slot.1 == tag && slot.2 != 0 {
+            return slot.2;
+        }
+        let len = &mut self.len;
+        let n = self.index[kind as usize].get_or_insert(key, parent, || {
+            new.push(RawNode { parent, addr, kind });
+            *len += 1;
+            *len - 1
+        });
+        if cached {
+            *slot = (key, tag, n);
+        }
+        n
     }
 }
 
@@ -194,7 +222,7 @@ mod tests {
         assert_eq!((small_parent.kind, new.len()), (NodeKind::Process, 2));
         // The next node, process 8's root, is node 2^30 + 1: its tag, as
         // the root of process 7 (node 1) had it, is 1 << 2 | kind.
-        t.len = (1 << 30) + 1;
+        t.tree.len = (1 << 30) + 1;
         let big = t.leaf(&ch, key(8), &stack, &mut new);
         assert_ne!(big, small, "process 8's frame is process 7's node");
         let last = new.last().expect("a new node for process 8's frame");
