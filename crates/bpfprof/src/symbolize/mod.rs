@@ -139,6 +139,7 @@ pub struct Symbolizer {
     /// The group symbol of each BPF DSO (a BPF DSO is a function name).
     bpf_groups: FxHashMap<DsoId, SymId>,
     kernel_dso: Option<DsoId>,
+    unknown_dso: Option<DsoId>,
     /// The kernel symbol resolved last, as [start, end) and its frame:
     /// locations are resolved in address order, and most kernel locations
     /// fall in the function just resolved.
@@ -172,6 +173,7 @@ impl Symbolizer {
             frames: FxHashMap::default(),
             bpf_groups: FxHashMap::default(),
             kernel_dso: None,
+            unknown_dso: None,
             last_kernel: None,
             last_user: None,
             loader: Some(loader::Loader::start(kallsyms)),
@@ -334,6 +336,12 @@ impl Symbolizer {
 
     /// The frame of a location, resolved once per location.
     pub fn frame(&mut self, loc: Loc) -> Frame {
+        // Addresses in no map are most of the locations of a recording
+        // whose stacks were walked through code without frame pointers,
+        // each seen once: the symbol index alone remembers them.
+        if let Loc::Unknown(addr) = loc {
+            return self.unknown_frame(addr);
+        }
         if let Some(&f) = self.frames.get(&loc) {
             return f;
         }
@@ -367,8 +375,18 @@ impl Symbolizer {
     }
 
     fn unknown_frame(&mut self, addr: u64) -> Frame {
-        let dso = self.dso_id(DsoKind::Unknown, "[unknown]");
-        let sym = self.sym_id(dso, &format!("{addr:#018x}"), false, addr, None);
+        let dso = match self.unknown_dso {
+            Some(d) => d,
+            None => {
+                let d = self.dso_id(DsoKind::Unknown, "[unknown]");
+                self.unknown_dso = Some(d);
+                d
+            }
+        };
+        let sym = match self.sym_index.get(&(dso, addr)) {
+            Some(&sym) => sym,
+            None => self.intern(dso, format!("{addr:#018x}"), false, addr),
+        };
         Frame { dso, sym }
     }
 
