@@ -27,9 +27,10 @@ use perfdata::{record_type as rt, PerfFile, RoundOrder};
 use rustc_hash::FxHashMap;
 
 use super::early_frames::LocKey;
-use super::events::{change_of, is_kernel_mode, owner, side_event, Change, Event};
+use super::events::{change_of, is_kernel_mode, note, owner, side_event, Change, Event};
 use super::kernel_text::{self, TextCounts};
 use super::map_timeline::{At, MapTimeline};
+use super::memo::{depends_on, Changes};
 use super::{Engine, LocRows};
 use crate::analyze::profile::Counts;
 use crate::huge_vec::HugeVec;
@@ -341,8 +342,8 @@ fn read_piece(
     })
 }
 
-/// When each process, and the BPF symbols, changed, numbered as
-/// [`super::memo::Changes`] numbers the changes in the ordered replay.
+/// When each process, and the BPF symbols, changed, numbered by the
+/// [`Changes`] the ordered replay numbers them with.
 #[derive(Default)]
 struct History {
     processes: FxHashMap<u32, Vec<(At, u32)>>,
@@ -355,15 +356,15 @@ struct History {
 impl History {
     fn of(events: &[(At, Event)]) -> History {
         let mut h = History::default();
-        let mut seq = 0;
+        let mut changes = Changes::default();
         for (at, ev) in events {
             let list = match change_of(ev) {
                 Some(Change::Process(pid)) => h.processes.entry(pid).or_default(),
                 Some(Change::Kernel) => &mut h.kernel,
                 None => continue,
             };
-            seq += 1;
-            list.push((*at, seq));
+            note(&mut changes, ev);
+            list.push((*at, changes.now()));
         }
         let mut bpf: Vec<(u64, u64)> = events
             .iter()
@@ -391,8 +392,8 @@ impl History {
     }
 
     /// The last change before `at` that a sample of `pid` depends on, as
-    /// [`super::memo::Changes::last`] answers in the ordered replay, and
-    /// the times between which that answer holds.
+    /// [`Changes::last`] answers in the ordered replay, and the times
+    /// between which that answer holds.
     fn last(&self, pid: u32, kernel: bool, at: At) -> Seen {
         let around = |list: &[(At, u32)]| {
             let i = list.partition_point(|&(a, _)| a < at);
@@ -411,7 +412,7 @@ impl History {
             true => {
                 let k = around(&self.kernel);
                 Seen {
-                    seq: p.seq.max(k.seq),
+                    seq: depends_on(p.seq, k.seq, true),
                     from: p.from.max(k.from),
                     until: p.until.min(k.until),
                 }

@@ -43,11 +43,16 @@ impl Changes {
     /// The last change that matters to a sample of `pid`.
     pub fn last(&self, pid: u32, kernel: bool) -> u32 {
         let p = self.processes.get(&pid).copied().unwrap_or(0);
-        if kernel {
-            p.max(self.kernel)
-        } else {
-            p
-        }
+        depends_on(p, self.kernel, kernel)
+    }
+}
+
+/// Which of its process's last change and the BPF symbols' last change a
+/// sample depends on: the BPF symbols matter to kernel addresses only.
+pub fn depends_on(process: u32, bpf_symbols: u32, kernel: bool) -> u32 {
+    match kernel {
+        true => process.max(bpf_symbols),
+        false => process,
     }
 }
 
