@@ -791,12 +791,10 @@ fn replay(e: &mut Engine, file: &PerfFile, events: Vec<(At, Event)>, mut tally: 
         }
     };
     settle(e, 0);
-    let mut seq = 0;
     for (_, ev) in &events {
         e.side(ev);
         if change_of(ev).is_some() {
-            seq += 1;
-            settle(e, seq);
+            settle(e, e.counted.changes.now());
         }
     }
     settle(e, u32::MAX);
