@@ -1118,6 +1118,67 @@ mod tests {
         assert!(!p.ordered_pass);
     }
 
+    #[test]
+    fn a_later_map_does_not_give_its_shared_object_a_build_id() {
+        // The same binary mapped twice, first with no build id, then with
+        // one that is not the file's (perf 6.1 writes such maps): the
+        // build id its symbols are checked against is the first map's,
+        // in both passes, wherever the ordered one loaded them.
+        let mut w = cpu_clock_writer();
+        let exe = std::env::current_exe().unwrap();
+        let name = exe.to_str().unwrap().as_bytes().to_vec();
+        let wrong = [0xab; 20];
+        for (pid, id) in [
+            (
+                7,
+                perfdata::FileId::Inode {
+                    maj: 0,
+                    min: 0,
+                    ino: 1,
+                    ino_generation: 0,
+                },
+            ),
+            (8, perfdata::FileId::BuildId(&wrong)),
+        ] {
+            let m = Record::Mmap2(perfdata::Mmap2 {
+                pid,
+                tid: pid,
+                addr: 0x40_0000,
+                len: 0x1000,
+                pgoff: 0,
+                file_id: id,
+                prot: 5,
+                flags: 2,
+                filename: &name,
+            });
+            let misc = match id {
+                perfdata::FileId::BuildId(_) => {
+                    perfdata::misc::USER | perfdata::misc::MMAP_BUILD_ID
+                }
+                _ => perfdata::misc::USER,
+            };
+            w.write(&m, misc, &sid(pid, u64::from(pid))).unwrap();
+            let s = sample(pid, 0x40_0010, 10 + u64::from(pid));
+            w.write(&s, perfdata::misc::USER, &sid(pid, 10 + u64::from(pid)))
+                .unwrap();
+        }
+        let f = PerfFile::from_bytes(w.finish(&Default::default()).unwrap().into_inner()).unwrap();
+        for ordered in [false, true] {
+            let opts = ProfileOptions {
+                ordered,
+                ..ProfileOptions::default()
+            };
+            let p = crate::analyze::build(&f, &opts).unwrap();
+            let d = p
+                .sym
+                .dsos
+                .iter()
+                .find(|d| d.name.as_bytes() == name)
+                .unwrap();
+            assert_eq!(d.build_id, None, "ordered {ordered}");
+        }
+    }
+
     /// Kernel samples in the kernel's text (perf's `[kernel.kallsyms]_text`
     /// map), half of them at one address, and, if `bpf_in_text`, a BPF
     /// symbol registered inside that text.

@@ -626,8 +626,14 @@ impl Engine {
             _ => DsoKind::Unknown,
         };
         let sym = &mut self.p.sym;
+        let known = sym.dsos.len();
         let dso = sym.dso_id(kind, &m.name);
-        if let Some(b) = &m.build_id {
+        // The header's build id or the first map's, never a later map's:
+        // the ordered replay may have loaded the symbols by then and the
+        // flat pass not, and the two would differ wherever a later map
+        // names another build id (seen: perf 6.1 recordings whose maps of
+        // /usr/bin/sleep carry one that is not the file's).
+        if let (true, Some(b)) = (dso as usize == known, &m.build_id) {
             sym.dsos[dso as usize]
                 .build_id
                 .get_or_insert_with(|| b.clone());
