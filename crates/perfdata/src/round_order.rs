@@ -18,6 +18,7 @@ use crate::records::MAX_QUEUED;
 #[derive(Debug, Clone)]
 pub struct RoundOrder {
     holds: bool,
+    overflows: bool,
     /// Everything up to this time was delivered at the last round's end.
     delivered: u64,
     /// Latest time as of the last round's end.
@@ -61,6 +62,7 @@ impl Default for RoundOrder {
     fn default() -> Self {
         RoundOrder {
             holds: true,
+            overflows: false,
             delivered: 0,
             next: 0,
             latest: 0,
@@ -79,6 +81,14 @@ impl RoundOrder {
     /// to the checks of every part before).
     pub fn holds(&self) -> bool {
         self.holds
+    }
+
+    /// Whether, as far as seen, more records wait at once than the reader
+    /// holds back, so that it delivers some before their round ends (one
+    /// way the order may not hold; the other is a record older than what
+    /// its round's start already delivered).
+    pub fn overflows(&self) -> bool {
+        self.overflows
     }
 
     /// The next record: its type and time.
@@ -119,6 +129,7 @@ impl RoundOrder {
         self.in_round += s.count;
         if self.in_round + self.in_last_round >= MAX_QUEUED {
             self.holds = false;
+            self.overflows = true;
         }
     }
 
@@ -139,6 +150,7 @@ impl RoundOrder {
         // After it, a record is delivered after everything before the part
         // and, within the part, judged by the part's own check.
         self.holds &= later.holds && later.earliest_after >= before;
+        self.overflows |= later.overflows;
         self.earliest_after = self.earliest_after.min(later.earliest_after);
         self.delivered = before.max(later.delivered);
         self.next = before.max(later.next);

@@ -1261,3 +1261,26 @@ fn record_start_near_on_garbage_answers_as_documented_and_does_not_panic() {
         }
     }
 }
+
+/// A round of more records than the reader queues (2^21, `MAX_QUEUED`)
+/// overflows, alone or joined from parts; a late record breaks the order
+/// without overflowing (the flat pass places those, not early deliveries).
+#[test]
+fn an_overfull_round_overflows_and_a_late_record_does_not() {
+    let full: Vec<(u32, u64)> = (0..(1u64 << 21) + 1).map(|t| (rt::SAMPLE, t)).collect();
+    let c = check(&full);
+    assert!(!c.holds() && c.overflows());
+    let (a, b) = full.split_at(1 << 20);
+    let mut joined = check(a);
+    joined.then(&check(b));
+    assert!(!joined.holds() && joined.overflows());
+    let late = [
+        (rt::SAMPLE, 10),
+        (rt::FINISHED_ROUND, 0),
+        (rt::SAMPLE, 20),
+        (rt::FINISHED_ROUND, 0),
+        (rt::SAMPLE, 5),
+    ];
+    let c = check(&late);
+    assert!(!c.holds() && !c.overflows());
+}

@@ -26,10 +26,11 @@ use std::sync::mpsc::{channel, Sender};
 use perfdata::{record_type as rt, PerfFile, RoundOrder};
 use rustc_hash::FxHashMap;
 
+use super::delivery::{self, At, Late, Rounds, FIRST, NEVER};
 use super::early_frames::LocKey;
 use super::events::{change_of, is_kernel_mode, note, owner, side_event, Change, Event};
 use super::kernel_text::{self, TextCounts};
-use super::map_timeline::{At, MapTimeline};
+use super::map_timeline::MapTimeline;
 use super::memo::{depends_on, Changes};
 use super::{Engine, LocRows};
 use crate::analyze::profile::Counts;
@@ -49,8 +50,8 @@ fn workers() -> usize {
 }
 
 /// Count a flat profile of `file` into `e`; false when the file needs the
-/// ordered pass: compressed, damaged (the ordered pass reports how), or in
-/// an order perf's rounds would rearrange.
+/// ordered pass: compressed, damaged (the ordered pass reports how), or
+/// with more records in a round than perf's reader holds back.
 pub(super) fn run(file: &PerfFile, e: &mut Engine) -> bool {
     let mut progress = Progress::new(e.opts.progress, file.data_size());
     let counted = count(file, e, &mut progress).is_some();
@@ -116,17 +117,27 @@ fn count(file: &PerfFile, e: &mut Engine, progress: &mut Progress) -> Option<()>
     for piece in &pieces[1..] {
         order.then(&piece.order);
     }
-    if !order.holds() {
+    // The reader delivered some records early when its queue filled: left
+    // to the ordered pass, which reads as it does.
+    if order.overflows() {
         return None;
     }
-    // Pieces in file order, each in file order: sorting by time alone
-    // (stable) puts equal times in file order.
+    let late = match order.holds() {
+        true => None,
+        false => Some(late_records(&pieces, &copies)),
+    };
     let mut events: Vec<(At, Event)> =
         Vec::with_capacity(pieces.iter().map(|x| x.side.len()).sum());
     for piece in &mut pieces {
+        if let Some(late) = &late {
+            let mut cursor = late.cursor(piece.start);
+            for (at, _) in &mut piece.side {
+                *at = cursor.at(at.0, at.1);
+            }
+        }
         events.append(&mut piece.side);
     }
-    events.sort_by_key(|&((time, _), _)| time);
+    events.sort_by_key(|&(at, _)| at);
     let history = History::of(&events);
     if let Some((start, end)) = text {
         // Never seen, but then the samples counted by address were wrong.
@@ -142,6 +153,7 @@ fn count(file: &PerfFile, e: &mut Engine, progress: &mut Progress) -> Option<()>
             merge,
             history: &history,
             maps: &maps,
+            late: late.as_ref(),
             tx,
         };
         w.count(&pieces, &next)
@@ -169,6 +181,26 @@ fn count(file: &PerfFile, e: &mut Engine, progress: &mut Progress) -> Option<()>
     drop(copies);
     replay(e, file, events, tally);
     Some(())
+}
+
+/// Where the records delivered late go: the round ends of every piece,
+/// and the times and offsets of its samples and side band, in file order.
+fn late_records(pieces: &[Piece], copies: &[HugeVec<Compact>]) -> Late {
+    let rounds: Vec<&Rounds> = pieces.iter().map(|p| &p.rounds).collect();
+    let side = pieces
+        .iter()
+        .flat_map(|p| p.side.iter().map(|(at, _)| (at.0, at.1)));
+    let samples = pieces.iter().flat_map(|p| {
+        let copies = copies[p.reader].slices(p.samples.clone());
+        copies.flatten().map(|c| (c.time, c.offset(p.start)))
+    });
+    Late::of(
+        &rounds,
+        [
+            Box::new(side) as Box<dyn Iterator<Item = _>>,
+            Box::new(samples),
+        ],
+    )
 }
 
 /// Run `work` on `workers` threads, handling the messages they send here,
@@ -227,6 +259,7 @@ struct Piece {
     reader: usize,
     samples: std::ops::Range<usize>,
     order: RoundOrder,
+    rounds: Rounds,
     /// Totals of its samples (`counts` empty).
     totals: Tally,
 }
@@ -253,8 +286,8 @@ impl Compact {
         self.rel & KERNEL_MODE != 0
     }
 
-    fn at(&self, piece_start: u64) -> At {
-        (self.time, piece_start + u64::from(self.rel & !KERNEL_MODE))
+    fn offset(&self, piece_start: u64) -> u64 {
+        piece_start + u64::from(self.rel & !KERNEL_MODE)
     }
 }
 
@@ -275,20 +308,25 @@ fn read_piece(
     let first = copies.len();
     let mut totals = Tally::new(file.attrs().len());
     let mut raws = file.raw_records_between(from, to);
+    let mut rounds = Rounds::default();
     let mut last_id = None;
     for r in raws.by_ref() {
         let r = r.ok()?;
         match r.header.type_ {
-            rt::SAMPLE => {}
-            rt::COMPRESSED | rt::COMPRESSED2 => return None,
-            t if t >= rt::USER_START => continue,
-            _ => {
-                let (_, record, sid) = file.parse(&r).ok()?;
-                if let Some(ev) = side_event(&record, &sid) {
-                    side.push(((r.time, r.offset), ev));
-                }
+            rt::FINISHED_ROUND => {
+                rounds.round_end(r.offset);
                 continue;
             }
+            rt::COMPRESSED | rt::COMPRESSED2 => return None,
+            t if t >= rt::USER_START => continue,
+            _ => rounds.record(r.time),
+        }
+        if r.header.type_ != rt::SAMPLE {
+            let (_, record, sid) = file.parse(&r).ok()?;
+            if let Some(ev) = side_event(&record, &sid) {
+                side.push((delivery::at(r.time, r.offset), ev));
+            }
+            continue;
         }
         let s = file.sample(&r).ok()?;
         // Samples of one event follow each other: its id, looked up once.
@@ -338,6 +376,7 @@ fn read_piece(
         reader: 0,
         samples: first..copies.len(),
         order: raws.round_order().clone(),
+        rounds,
         totals,
     })
 }
@@ -398,10 +437,10 @@ impl History {
         let around = |list: &[(At, u32)]| {
             let i = list.partition_point(|&(a, _)| a < at);
             let (from, seq) = match i {
-                0 => ((0, 0), 0),
+                0 => (FIRST, 0),
                 i => list[i - 1],
             };
-            let until = list.get(i).map_or((u64::MAX, u64::MAX), |x| x.0);
+            let until = list.get(i).map_or(NEVER, |x| x.0);
             Seen { seq, from, until }
         };
         let p = match self.processes.get(&pid) {
@@ -434,8 +473,8 @@ struct Seen {
 impl Seen {
     const ALWAYS: Seen = Seen {
         seq: 0,
-        from: (0, 0),
-        until: (u64::MAX, u64::MAX),
+        from: FIRST,
+        until: NEVER,
     };
 
     fn holds_at(&self, at: At) -> bool {
@@ -610,6 +649,8 @@ struct Worker<'a> {
     merge: bool,
     history: &'a History,
     maps: &'a MapTimeline,
+    /// Where records delivered late go, in a file that has any.
+    late: Option<&'a Late>,
     tx: Sender<Msg>,
 }
 
@@ -622,8 +663,14 @@ impl Worker<'_> {
         while let Some(i) = crate::parallel::take(next, pieces.len()) {
             let piece = &pieces[i];
             let copies = self.copies[piece.reader].slices(piece.samples.clone());
+            let mut late = self.late.map(|l| l.cursor(piece.start));
             for c in copies.flatten() {
-                let (at, kernel, period) = (c.at(piece.start), c.kernel(), u64::from(c.period));
+                let offset = c.offset(piece.start);
+                let at = match late.as_mut() {
+                    Some(l) => l.at(c.time, offset),
+                    None => delivery::at(c.time, offset),
+                };
+                let (kernel, period) = (c.kernel(), u64::from(c.period));
                 let slot = &mut cache[slot_of(c.pid, c.tid, c.ip)];
                 if slot.counts.samples > 0
                     && slot.ip == c.ip
@@ -833,44 +880,44 @@ mod tests {
     /// (an EXIT is no change), 4 = process 8, 5 and 6 = BPF.
     fn history() -> History {
         History::of(&[
-            ((10, 100), mmap(7)),
-            ((20, 200), ksym(0x5000, 0x100, false)),
-            ((20, 300), Event::Exit { pid: 9, tid: 9 }),
-            ((30, 400), mmap(7)),
-            ((40, 500), mmap(8)),
-            ((50, 600), ksym(0x5000, 0x100, true)),
-            ((60, 700), ksym(0x5080, 0x100, false)),
+            ((10, 100, 0), mmap(7)),
+            ((20, 200, 0), ksym(0x5000, 0x100, false)),
+            ((20, 300, 0), Event::Exit { pid: 9, tid: 9 }),
+            ((30, 400, 0), mmap(7)),
+            ((40, 500, 0), mmap(8)),
+            ((50, 600, 0), ksym(0x5000, 0x100, true)),
+            ((60, 700, 0), ksym(0x5080, 0x100, false)),
         ])
     }
 
     #[test]
     fn a_sample_sees_the_last_change_of_its_process_before_it() {
         let h = history();
-        let at = |t, o| h.last(7, false, (t, o));
+        let at = |t, o| h.last(7, false, (t, o, 0));
         assert_eq!(at(5, 0).seq, 0);
         assert_eq!(at(10, 99).seq, 0, "same time, earlier in the file");
         assert_eq!(at(10, 101).seq, 1, "same time, later in the file");
         assert_eq!(at(25, 0).seq, 1, "BPF events do not concern user code");
         assert_eq!(at(35, 0).seq, 3);
-        assert_eq!(h.last(8, false, (35, 0)).seq, 0);
-        assert_eq!(h.last(8, false, (45, 0)).seq, 4);
-        assert_eq!(h.last(9, false, (99, 0)).seq, 0, "EXIT changes nothing");
+        assert_eq!(h.last(8, false, (35, 0, 0)).seq, 0);
+        assert_eq!(h.last(8, false, (45, 0, 0)).seq, 4);
+        assert_eq!(h.last(9, false, (99, 0, 0)).seq, 0, "EXIT changes nothing");
         // Kernel code sees the later of its process's and the BPF changes.
-        assert_eq!(h.last(7, true, (25, 0)).seq, 2);
-        assert_eq!(h.last(7, true, (35, 0)).seq, 3);
-        assert_eq!(h.last(7, true, (65, 0)).seq, 6);
+        assert_eq!(h.last(7, true, (25, 0, 0)).seq, 2);
+        assert_eq!(h.last(7, true, (35, 0, 0)).seq, 3);
+        assert_eq!(h.last(7, true, (65, 0, 0)).seq, 6);
     }
 
     #[test]
     fn the_answer_holds_until_the_next_change_that_matters() {
         let h = history();
-        let s = h.last(7, false, (15, 0));
-        assert!(s.holds_at((29, 0)) && !s.holds_at((45, 0)));
-        assert!(!s.holds_at((10, 100)) && s.holds_at((10, 101)));
-        let k = h.last(7, true, (15, 0));
-        assert!(k.holds_at((19, 0)) && !k.holds_at((25, 0)));
-        let never = h.last(99, false, (1, 0));
-        assert!(never.holds_at((u64::MAX - 1, 0)));
+        let s = h.last(7, false, (15, 0, 0));
+        assert!(s.holds_at((29, 0, 0)) && !s.holds_at((45, 0, 0)));
+        assert!(!s.holds_at((10, 100, 0)) && s.holds_at((10, 101, 0)));
+        let k = h.last(7, true, (15, 0, 0));
+        assert!(k.holds_at((19, 0, 0)) && !k.holds_at((25, 0, 0)));
+        let never = h.last(99, false, (1, 0, 0));
+        assert!(never.holds_at((u64::MAX - 1, 0, 0)));
     }
 
     #[test]
@@ -1060,62 +1107,68 @@ mod tests {
         let from = offsets[50];
         let piece = read_piece(&f, from, end, 0, true, &mut copies, None).expect("from a record");
         let theirs: Vec<&Compact> = copies.slices(piece.samples.clone()).flatten().collect();
-        assert!(!theirs.is_empty() && theirs.iter().all(|c| c.at(piece.start).1 >= from));
+        assert!(!theirs.is_empty() && theirs.iter().all(|c| c.offset(piece.start) >= from));
         for wrong in [from + 8, from + 16] {
             let refused = read_piece(&f, wrong, end, 0, true, &mut copies, None);
             assert!(refused.is_none(), "{wrong}");
         }
     }
 
-    #[test]
-    fn flat_and_ordered_passes_agree_on_a_map_that_changes() {
-        let f = synthetic(400);
-        let build = |ordered| {
-            let opts = ProfileOptions {
-                ordered,
-                merge_threads: true,
-                ..ProfileOptions::default()
-            };
-            let p = crate::analyze::build(&f, &opts).unwrap();
-            assert_eq!(p.ordered_pass, ordered);
-            let mut rows: Vec<(String, String, u64)> = p
-                .rows
-                .iter()
-                .map(|(k, c)| {
-                    let dso = p.sym.dsos[k.frame.dso as usize].name.clone();
-                    (
-                        dso,
-                        p.sym.syms[k.frame.sym as usize].name.clone(),
-                        c.samples,
-                    )
-                })
-                .collect();
-            rows.sort();
-            (rows, p.total)
+    /// The rows of a flat report of `f` by the flat or the ordered pass:
+    /// (pid, DSO, symbol, samples), sorted; and the total.
+    fn rows_of(
+        f: &PerfFile,
+        ordered: bool,
+        merge_threads: bool,
+    ) -> (Vec<(u32, String, String, u64)>, Counts) {
+        let opts = ProfileOptions {
+            ordered,
+            merge_threads,
+            ..ProfileOptions::default()
         };
-        let (flat, total) = build(false);
-        assert_eq!(total.samples, 400);
-        // Before its map, process 8's samples are in no binary.
-        assert!(flat.iter().any(|r| r.0 == "/bin/b"));
-        assert!(flat.iter().any(|r| !r.0.starts_with("/bin")));
-        assert_eq!(flat, build(true).0);
+        let p = crate::analyze::build(f, &opts).unwrap();
+        assert_eq!(p.ordered_pass, ordered);
+        let mut rows: Vec<_> = p
+            .rows
+            .iter()
+            .map(|(k, c)| {
+                let dso = p.sym.dsos[k.frame.dso as usize].name.clone();
+                let sym = p.sym.syms[k.frame.sym as usize].name.clone();
+                (k.pid, dso, sym, c.samples)
+            })
+            .collect();
+        rows.sort();
+        (rows, p.total)
     }
 
     #[test]
-    fn a_file_out_of_round_order_takes_the_ordered_pass() {
+    fn flat_and_ordered_passes_agree_on_a_map_that_changes() {
+        let f = synthetic(400);
+        let (flat, total) = rows_of(&f, false, true);
+        assert_eq!(total.samples, 400);
+        // Before its map, process 8's samples are in no binary.
+        assert!(flat.iter().any(|r| r.1 == "/bin/b"));
+        assert!(flat.iter().any(|r| !r.1.starts_with("/bin")));
+        assert_eq!(flat, rows_of(&f, true, true).0);
+    }
+
+    #[test]
+    fn a_record_delivered_late_is_counted_where_perf_delivers_it() {
         // Stamped before rounds already delivered: perf's reader delivers
-        // it late, which no sort by time reproduces.
+        // the map after samples stamped later, which are then in no
+        // binary; a sort by time would have put it first.
         let f = synthetic_mapping_at(400, Some(5));
-        let opts = ProfileOptions {
-            merge_threads: true,
-            ..ProfileOptions::default()
-        };
-        let p = crate::analyze::build(&f, &opts).unwrap();
-        assert!(p.ordered_pass);
-        assert_eq!(p.total.samples, 400);
-        // In order, the same map takes the flat pass.
-        let p = crate::analyze::build(&synthetic_mapping_at(400, None), &opts).unwrap();
-        assert!(!p.ordered_pass);
+        for merge_threads in [true, false] {
+            let (flat, total) = rows_of(&f, false, merge_threads);
+            assert_eq!(total.samples, 400);
+            assert!(flat.iter().any(|r| r.1 == "/bin/b"));
+            assert!(flat.iter().any(|r| !r.1.starts_with("/bin")));
+            assert_eq!(
+                flat,
+                rows_of(&f, true, merge_threads).0,
+                "merge {merge_threads}"
+            );
+        }
     }
 
     #[test]

@@ -10,12 +10,9 @@
 
 use rustc_hash::FxHashMap;
 
+use super::delivery::{At, FIRST, NEVER};
 use super::events::{Event, MmapEvent};
 use crate::symbolize::{overlapped, DsoId, Loc, Map, Threads};
-
-/// A record's place in time order: time, then file offset (how the time
-/// ordering reader breaks ties, which [`perfdata::RoundOrder`] checks).
-pub(super) type At = (u64, u64);
 
 /// A map and the records after which and before which it held.
 #[derive(Debug, Clone, Copy)]
@@ -37,8 +34,6 @@ struct Pieces {
 pub(super) struct MapTimeline {
     processes: FxHashMap<u32, Pieces>,
 }
-
-const NEVER: At = (u64::MAX, u64::MAX);
 
 impl MapTimeline {
     /// The timeline of the side band `events`, in time order. `dso_of`
@@ -115,7 +110,7 @@ impl MapTimeline {
     /// [`crate::symbolize::Symbolizer::locate`] finds it, and the records
     /// after which and before which that answer holds.
     pub(super) fn locate(&self, pid: u32, addr: u64, at: At) -> (Loc, At, At) {
-        let (mut from, mut until) = ((0, 0), NEVER);
+        let (mut from, mut until) = (FIRST, NEVER);
         let Some(p) = self.processes.get(&pid) else {
             return (Loc::Unknown(addr), from, until);
         };
@@ -283,7 +278,7 @@ mod tests {
             let mut events = Vec::new();
             let mut pids = vec![1u32];
             for i in 0..30u64 {
-                let at = (10 * (i + 1), i);
+                let at = (10 * (i + 1), i, 0);
                 let ev = match rng.below(5) {
                     0 => {
                         let child = 100 + i as u32;
@@ -303,7 +298,7 @@ mod tests {
                 events.push((at, ev));
             }
             let timeline = MapTimeline::of(&events, dso_of);
-            let times: Vec<At> = (0..33u64).map(|t| (10 * t + 5, 0)).collect();
+            let times: Vec<At> = (0..33u64).map(|t| (10 * t + 5, 0, 0)).collect();
             let addrs: Vec<u64> = (0..0x16000).step_by(0x800).collect();
             let want = replayed(&events, &pids, &addrs, &times);
             for (p, &pid) in pids.iter().enumerate() {
@@ -328,28 +323,31 @@ mod tests {
     #[test]
     fn a_child_keeps_the_maps_its_parent_had_when_it_forked() {
         let events = vec![
-            ((10, 0), mmap(1, 0x1000, 0x1000, 0, "/lib1")),
-            ((20, 0), fork(2, 1)),
-            ((30, 0), mmap(1, 0x1000, 0x1000, 0, "/lib2")),
+            ((10, 0, 0), mmap(1, 0x1000, 0x1000, 0, "/lib1")),
+            ((20, 0, 0), fork(2, 1)),
+            ((30, 0, 0), mmap(1, 0x1000, 0x1000, 0, "/lib2")),
         ];
         let t = MapTimeline::of(&events, dso_of);
-        assert_eq!(t.locate(2, 0x1800, (40, 0)).0, Loc::User(1, 0x800));
-        assert_eq!(t.locate(1, 0x1800, (40, 0)).0, Loc::User(2, 0x800));
-        assert_eq!(t.locate(1, 0x1800, (25, 0)).0, Loc::User(1, 0x800));
+        assert_eq!(t.locate(2, 0x1800, (40, 0, 0)).0, Loc::User(1, 0x800));
+        assert_eq!(t.locate(1, 0x1800, (40, 0, 0)).0, Loc::User(2, 0x800));
+        assert_eq!(t.locate(1, 0x1800, (25, 0, 0)).0, Loc::User(1, 0x800));
         // Before the fork the child had no maps.
-        let (loc, from, until) = t.locate(2, 0x1800, (15, 0));
-        assert_eq!((loc, from, until), (Loc::Unknown(0x1800), (0, 0), (20, 0)));
+        let (loc, from, until) = t.locate(2, 0x1800, (15, 0, 0));
+        assert_eq!(
+            (loc, from, until),
+            (Loc::Unknown(0x1800), FIRST, (20, 0, 0))
+        );
     }
 
     #[test]
     fn a_hostile_file_offset_wraps_as_in_the_replay() {
         let events = vec![
-            ((10, 0), mmap(1, 0x1000, 0x1000, u64::MAX, "/lib1")),
+            ((10, 0, 0), mmap(1, 0x1000, 0x1000, u64::MAX, "/lib1")),
             // Cuts the first map, whose rest starts past its offset.
-            ((20, 0), mmap(1, 0x1000, 0x400, 0, "/lib2")),
+            ((20, 0, 0), mmap(1, 0x1000, 0x400, 0, "/lib2")),
         ];
         let t = MapTimeline::of(&events, dso_of);
-        let times = [(15, 0), (25, 0)];
+        let times = [(15, 0, 0), (25, 0, 0)];
         let want = replayed(&events, &[1], &[0x1800], &times);
         for (i, &at) in times.iter().enumerate() {
             assert_eq!(t.locate(1, 0x1800, at).0, want[i][0][0]);

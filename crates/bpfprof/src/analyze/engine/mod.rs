@@ -16,6 +16,7 @@
 //! [`Engine::finish`] (or [`Engine::profile`], which can be called again
 //! as more records come) resolves what was counted into the model.
 
+mod delivery;
 mod early_frames;
 mod events;
 mod flat_pass;
