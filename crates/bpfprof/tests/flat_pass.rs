@@ -30,8 +30,8 @@ use record_util::*;
 
 /// One recorder at a time: with two listening for BPF events, the kernel
 /// writes KSYMBOL records whose trailer (and so time) is another
-/// listener's (see README), which puts the file out of round order and
-/// rightly sends it to the ordered pass.
+/// listener's (see README), which puts the file out of round order: the
+/// flat pass places such records, but this test wants the plain case.
 static RECORDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Programs loaded, run and unloaded while recording.

@@ -6,7 +6,9 @@
 //! its time. That state changes only at side-band records, some thousands
 //! in a recording of a million samples. So both cores read the file once,
 //! in pieces, keeping the side band and a compact copy of each sample;
-//! then the side band is put in time order, and both cores count the
+//! then the side band is put in the order perf's reader delivers it (time
+//! order, but for records a ring handed over late: `delivery`), and both
+//! cores count the
 //! samples by (thread, address, mode, last change before the sample);
 //! last, the side band is replayed alone, and each count is settled as
 //! soon as the replay has applied the change it saw. When threads merge
