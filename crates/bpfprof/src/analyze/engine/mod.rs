@@ -67,10 +67,8 @@ struct Counted {
     /// Raw stack node id → location node id (a process root maps to the
     /// root): location stacks mirror the interned address stacks.
     raw_to_loc: Vec<u32>,
-    /// (row << 32 | stack leaf node, counts): one per sample, merged by
-    /// key when resolved. Pushing costs the replay nothing where a map
-    /// of chains, far bigger than the cache, cost a miss per sample.
-    loc_chains: Vec<(u64, Counts)>,
+    /// (row, stack leaf node) → counts.
+    loc_chains: FxHashMap<(u32, u32), Counts>,
     /// Stack node → offset of its address in its BPF symbol.
     bpf_offsets: FxHashMap<u32, u32>,
     early: EarlyFrames,
@@ -91,7 +89,7 @@ impl Default for Counted {
             rows: LocRows::default(),
             loc_nodes: vec![(0, Loc::Unknown(0))],
             raw_to_loc: vec![0],
-            loc_chains: Vec::new(),
+            loc_chains: FxHashMap::default(),
             bpf_offsets: FxHashMap::default(),
             early: EarlyFrames::default(),
             samples: Vec::new(),
@@ -492,8 +490,7 @@ impl Engine {
         let c = &mut self.counted;
         if self.opts.callchains {
             let node = c.raw_to_loc[leaf as usize];
-            let key = u64::from(row) << 32 | u64::from(node);
-            c.loc_chains.push((key, Counts { samples: 1, period }));
+            c.loc_chains.entry((row, node)).or_default().add(period);
         }
         if self.opts.samples {
             let attr = self.sampling as u16;

@@ -3,7 +3,7 @@
 
 use super::early_frames::{EarlyFrames, LocKey};
 use super::{Counted, Engine};
-use crate::analyze::profile::{Counts, RowKey, SampleAt, Stacks};
+use crate::analyze::profile::{RowKey, SampleAt, Stacks};
 use crate::symbolize::{DsoId, Frame, Loc};
 
 impl Engine {
@@ -173,13 +173,9 @@ impl Engine {
                 })
                 .collect();
         }
-        merge_chains(loc_chains);
         p.chains = loc_chains
             .iter()
-            .filter_map(|&(key, c)| {
-                let (row, node) = ((key >> 32) as usize, key as u32);
-                Some(((row_keys[row]?, node), c))
-            })
+            .filter_map(|(&(row, node), &c)| Some(((row_keys[row as usize]?, node), c)))
             .collect();
         let mut first_of: rustc_hash::FxHashMap<&str, u32> = Default::default();
         p.dso_groups = (0..p.sym.dsos.len() as u32)
@@ -207,18 +203,6 @@ fn sort_mostly_sorted(order: &mut [(Loc, u32)]) {
         true => order.sort(),
         false => order.sort_unstable(),
     }
-}
-
-/// Sort chains by key and add up those of one key, in place.
-fn merge_chains(chains: &mut Vec<(u64, Counts)>) {
-    chains.sort_unstable_by_key(|c| c.0);
-    chains.dedup_by(|next, kept| {
-        let same = next.0 == kept.0;
-        if same {
-            kept.1.merge(next.1);
-        }
-        same
-    });
 }
 
 /// The user locations that `resolve` resolves, in its order: those of
