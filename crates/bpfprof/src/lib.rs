@@ -13,6 +13,8 @@ mod huge_vec;
 pub mod parallel;
 pub mod progress;
 pub mod symbolize;
+#[cfg(test)]
+mod test_rng;
 pub mod top;
 pub mod tui;
 pub mod utc;

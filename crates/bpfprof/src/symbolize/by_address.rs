@@ -55,14 +55,8 @@ mod tests {
 
     #[test]
     fn orders_as_a_stable_sort_does() {
-        // A small generator, so that the test needs no dependency.
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::test_rng::XorShift::new();
+        let mut next = || rng.next();
         let cases: Vec<Vec<u64>> = vec![
             vec![],
             vec![5],

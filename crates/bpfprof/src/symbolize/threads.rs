@@ -197,13 +197,8 @@ mod tests {
 
     #[test]
     fn a_map_replaces_what_it_overlaps_as_one_by_one_checks_say() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rng = crate::test_rng::XorShift::new();
+        let mut next = |n: u64| rng.below(n);
         for round in 0..200 {
             let mut t = Threads::default();
             let mut want: Vec<Map> = Vec::new();

@@ -183,13 +183,8 @@ mod tests {
     fn sorting_by_place_gives_the_delivered_order() {
         // Rounds of records from two "rings", the second's flushed late
         // now and then: times that go back past what was delivered.
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut rand = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = crate::test_rng::XorShift::new();
+        let mut rand = |n: u64| rng.below(n);
         let mut late_ones = 0;
         for _ in 0..200 {
             let (mut records, mut ends, mut offset, mut clock) = (vec![], vec![], 0, 100);

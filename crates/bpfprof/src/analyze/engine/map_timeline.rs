@@ -187,6 +187,7 @@ fn same(a: &Map, b: &Map) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_rng::XorShift;
 
     fn mmap(pid: u32, addr: u64, len: u64, pgoff: u64, name: &str) -> Event {
         Event::Mmap(Box::new(MmapEvent {
@@ -260,21 +261,10 @@ mod tests {
         out
     }
 
-    /// A small deterministic generator, so that a failure repeats.
-    struct Rng(u64);
-    impl Rng {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0 % n
-        }
-    }
-
     #[test]
     fn answers_as_the_replay_would_at_every_time() {
         for seed in 1..200u64 {
-            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let mut rng = XorShift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
             let mut events = Vec::new();
             let mut pids = vec![1u32];
             for i in 0..30u64 {
