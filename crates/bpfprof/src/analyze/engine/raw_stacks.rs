@@ -220,8 +220,12 @@ mod tests {
         let small = t.leaf(&ch, key(7), &stack, &mut new);
         let small_parent = new[0];
         assert_eq!((small_parent.kind, new.len()), (NodeKind::Process, 2));
-        // The next node, process 8's root, is node 2^30 + 1: its tag, as
-        // the root of process 7 (node 1) had it, is 1 << 2 | kind.
+        // The next node, process 8's root, is node 2^30 + 1, whose tag
+        // wraps to process 7's root's (node 1). Frames are keyed by path,
+        // so the two frames' keys differ too; a false hit would need one
+        // key under two such parents (a frame under a user node and under
+        // the kernel node of the same address, 2^30 nodes apart), which
+        // the guard on big parents still rules out.
         t.tree.len = (1 << 30) + 1;
         let big = t.leaf(&ch, key(8), &stack, &mut new);
         assert_ne!(big, small, "process 8's frame is process 7's node");
