@@ -379,10 +379,16 @@ fn read<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<Par
         });
         i = j;
     }
-    // Zero-sized symbols extend to the next one, as perf's fixup does.
+    // Zero-sized symbols extend to the next one, as perf's fixup does;
+    // the last to the end of the page after its own (perf's
+    // `symbols__fixup_end`), not over every address past it.
     for i in 0..syms.len() {
         if syms[i].end == syms[i].start {
-            syms[i].end = syms.get(i + 1).map_or(u64::MAX, |n| n.start);
+            let start = syms[i].start;
+            syms[i].end = syms.get(i + 1).map_or_else(
+                || start.next_multiple_of(4096).saturating_add(4096),
+                |n| n.start,
+            );
         }
     }
     let plt = super::plt::entries(&file).unwrap_or_default();
@@ -540,6 +546,10 @@ mod tests {
             Some(("lbl".into(), 0x20))
         );
         assert_eq!(e.lookup(0x8), None, "a data label is no symbol");
+        // The last symbol has no size: perf ends it a page past its
+        // start rounded up to a page.
+        assert_eq!(e.lookup(0x1fff).map(|(_, s)| s), Some(0x20));
+        assert_eq!(e.lookup(0x2000), None, "past the last symbol's page");
     }
 
     /// glibc's `memcpy` and the like are IFUNC symbols at the address of

@@ -119,6 +119,19 @@ pub enum Loc {
     Unknown(u64),
 }
 
+/// A symbol's key in [`Symbolizer`]'s index, BPF's aside: a function by
+/// its start, an address no function covers by the address, apart. The
+/// two are in different spaces (a virtual address, a file offset) that
+/// overlap: in an executable not mapped at its file offsets, such as
+/// cc1, an offset outside every function may be a function's address.
+fn sym_key(dso: DsoId, resolved: bool, start: u64) -> (DsoId, u64) {
+    const ADDRESS: u64 = 1 << 61;
+    match resolved {
+        true => (dso, start),
+        false => (dso, start | ADDRESS),
+    }
+}
+
 /// Address-space boundary on x86-64 and arm64: kernel addresses are above.
 pub const KERNEL_START: u64 = 0xffff_0000_0000_0000;
 
@@ -228,7 +241,8 @@ impl Symbolizer {
 
     /// [`Self::sym_id`] of a symbol that is not BPF's, taking its name.
     fn intern(&mut self, dso: DsoId, name: String, resolved: bool, start: u64) -> SymId {
-        if let Some(&id) = self.sym_index.get(&(dso, start)) {
+        let key = sym_key(dso, resolved, start);
+        if let Some(&id) = self.sym_index.get(&key) {
             return id;
         }
         let sym = Sym {
@@ -239,7 +253,7 @@ impl Symbolizer {
             bpf: None,
             group: 0,
         };
-        self.push_sym((dso, start), sym)
+        self.push_sym(key, sym)
     }
 
     fn push_sym(&mut self, key: (DsoId, u64), mut sym: Sym) -> SymId {
@@ -383,7 +397,7 @@ impl Symbolizer {
                 d
             }
         };
-        let sym = match self.sym_index.get(&(dso, addr)) {
+        let sym = match self.sym_index.get(&sym_key(dso, false, addr)) {
             Some(&sym) => sym,
             None => self.intern(dso, format!("{addr:#018x}"), false, addr),
         };

@@ -202,4 +202,66 @@ mod tests {
         // Interned once each: equal names at equal addresses, equal ids.
         assert_eq!(many.syms.len(), one.syms.len());
     }
+
+    /// In an executable not loaded at its file offsets (non-PIE: text at
+    /// 0x400000 past its offset), an offset outside every function can be
+    /// a function's virtual address. perf shows the two apart; so must we,
+    /// whichever is resolved first (seen on cc1: which name the merged row
+    /// got depended on the replay's timing).
+    #[test]
+    fn an_offset_outside_functions_is_not_the_function_at_that_address() {
+        let (Some(clang), Some(nm)) = (testkit::tool("clang"), testkit::tool("nm")) else {
+            testkit::skip("needs clang and nm (apt-get install clang binutils)");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("exe.c");
+        // Data of no symbol past 0x400000 bytes of file, so that the
+        // functions' virtual addresses are offsets inside it.
+        std::fs::write(
+            &src,
+            "__asm__(\".pushsection .rodata\\n.fill 0x600000, 1, 1\\n.popsection\");\n\
+             int f(int x) { return x * 3; }\n\
+             int main(int c, char **v) { return f(c); }\n",
+        )
+        .unwrap();
+        let exe = dir.path().join("exe");
+        testkit::run(
+            std::process::Command::new(clang)
+                .args(["-O1", "-fno-pie", "-no-pie", "-o"])
+                .arg(&exe)
+                .arg(&src),
+        );
+        let listing = testkit::run(std::process::Command::new(nm).arg(&exe));
+        let f_vaddr = String::from_utf8_lossy(&listing.stdout)
+            .lines()
+            .find_map(|l| l.strip_suffix(" T f").map(|a| u64::from_str_radix(a, 16)))
+            .expect("nm lists f")
+            .unwrap();
+        let f_offset = f_vaddr - 0x40_0000;
+        for f_first in [true, false] {
+            let mut s = Symbolizer::new("/nonexistent/kallsyms".into(), BpfSymbols::new([]));
+            let dso = s.dso_id(DsoKind::User, &exe.to_string_lossy());
+            let elf = s.elf(dso).expect("the executable's symbols");
+            assert_eq!(elf.offset_to_vaddr(f_offset), Some(f_vaddr), "text at 0x400000 + offset");
+            let blob_vaddr = elf.offset_to_vaddr(f_vaddr).expect("offset inside the file");
+            assert!(elf.lookup(blob_vaddr).is_none(), "offset {f_vaddr:#x} is in no function");
+            let (function, address) = (Loc::User(dso, f_offset), Loc::User(dso, f_vaddr));
+            let order = match f_first {
+                true => [function, address],
+                false => [address, function],
+            };
+            let frames = order.map(|l| s.frame(l));
+            let (f, a) = match f_first {
+                true => (frames[0], frames[1]),
+                false => (frames[1], frames[0]),
+            };
+            assert_eq!(shown(&s, f), ("f".to_string(), true, f_vaddr), "f first: {f_first}");
+            assert_eq!(
+                shown(&s, a),
+                (format!("{f_vaddr:#018x}"), false, f_vaddr),
+                "f first: {f_first}"
+            );
+        }
+    }
 }
