@@ -32,6 +32,24 @@ pub fn map_parts<'a, T: Sync, R: Send>(
     })
 }
 
+/// `f` of consecutive parts of `items`, each part changed in place: a
+/// part per core, of at least `min` items, each given with the index of
+/// its first item. The first part runs on this thread.
+pub fn for_parts_mut<T: Send>(items: &mut [T], min: usize, f: impl Fn(usize, &mut [T]) + Sync) {
+    let per_part = items.len().div_ceil(cores()).max(min).max(1);
+    let mut parts = items.chunks_mut(per_part).enumerate();
+    let Some((_, first)) = parts.next() else {
+        return;
+    };
+    let f = &f;
+    std::thread::scope(|s| {
+        for (i, part) in parts {
+            s.spawn(move || f(i * per_part, part));
+        }
+        f(0, first);
+    });
+}
+
 /// The next of `n` items for a worker to take, counted in `next`; `None`
 /// once all are taken.
 pub fn take(next: &AtomicUsize, n: usize) -> Option<usize> {
@@ -78,6 +96,20 @@ mod tests {
             assert_eq!(parts.concat(), items, "min {min}");
         }
         assert_eq!(map_parts(&[] as &[u32], 1, |p| p.len()), vec![0]);
+    }
+
+    #[test]
+    fn parts_changed_in_place_know_where_they_start() {
+        for (n, min) in [(10_000, 1), (10_000, 4096), (10, 20_000), (0, 1)] {
+            let mut items = vec![0usize; n];
+            for_parts_mut(&mut items, min, |start, part| {
+                for (i, x) in part.iter_mut().enumerate() {
+                    *x += start + i + 1;
+                }
+            });
+            let want: Vec<usize> = (1..=n).collect();
+            assert_eq!(items, want, "n {n} min {min}");
+        }
     }
 
     #[test]

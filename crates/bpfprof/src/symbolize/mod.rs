@@ -119,6 +119,29 @@ pub enum Loc {
     Unknown(u64),
 }
 
+/// The frames a [`Symbolizer`] has resolved, read only (see
+/// [`Symbolizer::known_frames`]).
+pub struct KnownFrames<'a> {
+    frames: &'a FxHashMap<Loc, Frame>,
+    sym_index: &'a FxHashMap<(DsoId, u64), SymId>,
+    unknown_dso: Option<DsoId>,
+}
+
+impl KnownFrames<'_> {
+    /// The frame [`Symbolizer::frame`] would give `loc`, if it gave it
+    /// before; `None` where it must resolve it.
+    pub fn get(&self, loc: Loc) -> Option<Frame> {
+        match loc {
+            Loc::Unknown(addr) => {
+                let dso = self.unknown_dso?;
+                let sym = *self.sym_index.get(&sym_key(dso, false, addr))?;
+                Some(Frame { dso, sym })
+            }
+            _ => self.frames.get(&loc).copied(),
+        }
+    }
+}
+
 /// A symbol's key in [`Symbolizer`]'s index, BPF's aside: a function by
 /// its start, an address no function covers by the address, apart. The
 /// two are in different spaces (a virtual address, a file offset) that
@@ -345,6 +368,16 @@ impl Symbolizer {
             Loc::Bpf(_) => false,
             Loc::User(dso, _) => self.dsos[dso as usize].elf.get().is_some(),
             Loc::Unknown(_) => true,
+        }
+    }
+
+    /// What [`Symbolizer::frame`] already knows, to be read on several
+    /// cores at once.
+    pub fn known_frames(&self) -> KnownFrames<'_> {
+        KnownFrames {
+            frames: &self.frames,
+            sym_index: &self.sym_index,
+            unknown_dso: self.unknown_dso,
         }
     }
 

@@ -243,9 +243,18 @@ mod tests {
             let mut s = Symbolizer::new("/nonexistent/kallsyms".into(), BpfSymbols::new([]));
             let dso = s.dso_id(DsoKind::User, &exe.to_string_lossy());
             let elf = s.elf(dso).expect("the executable's symbols");
-            assert_eq!(elf.offset_to_vaddr(f_offset), Some(f_vaddr), "text at 0x400000 + offset");
-            let blob_vaddr = elf.offset_to_vaddr(f_vaddr).expect("offset inside the file");
-            assert!(elf.lookup(blob_vaddr).is_none(), "offset {f_vaddr:#x} is in no function");
+            assert_eq!(
+                elf.offset_to_vaddr(f_offset),
+                Some(f_vaddr),
+                "text at 0x400000 + offset"
+            );
+            let blob_vaddr = elf
+                .offset_to_vaddr(f_vaddr)
+                .expect("offset inside the file");
+            assert!(
+                elf.lookup(blob_vaddr).is_none(),
+                "offset {f_vaddr:#x} is in no function"
+            );
             let (function, address) = (Loc::User(dso, f_offset), Loc::User(dso, f_vaddr));
             let order = match f_first {
                 true => [function, address],
@@ -256,7 +265,11 @@ mod tests {
                 true => (frames[0], frames[1]),
                 false => (frames[1], frames[0]),
             };
-            assert_eq!(shown(&s, f), ("f".to_string(), true, f_vaddr), "f first: {f_first}");
+            assert_eq!(
+                shown(&s, f),
+                ("f".to_string(), true, f_vaddr),
+                "f first: {f_first}"
+            );
             assert_eq!(
                 shown(&s, a),
                 (format!("{f_vaddr:#018x}"), false, f_vaddr),

@@ -13,7 +13,8 @@ use crate::symbolize::{CommId, Frame, Loc, Symbolizer};
 /// How many locations one step resolves before looking for a batch again.
 const STEP: usize = 1024;
 
-const NONE: Frame = Frame {
+/// The frame of a location not resolved yet.
+pub const NONE: Frame = Frame {
     dso: u32::MAX,
     sym: u32::MAX,
 };

@@ -1,10 +1,10 @@
 //! Counts by location turned into the model's rows and stacks, once every
 //! symbol source is loaded.
 
-use super::early_frames::{EarlyFrames, LocKey};
+use super::early_frames::{self, EarlyFrames, LocKey};
 use super::{Counted, Engine};
 use crate::analyze::profile::{RowKey, SampleAt, Stacks};
-use crate::symbolize::{DsoId, Frame, Loc};
+use crate::symbolize::{DsoId, Frame, Loc, Symbolizer};
 
 impl Engine {
     /// Resolve what is counted into the profile's rows, stacks, chains and
@@ -126,17 +126,8 @@ impl Engine {
                 }
             }
         }
-        // The frame stacks mirror the location stacks node for node, so
-        // that nothing is interned again; readers merge frames as they go.
         p.stacks = Stacks {
-            nodes: loc_nodes
-                .iter()
-                .enumerate()
-                .map(|(i, &(parent, loc))| {
-                    let frame = early.node(i).unwrap_or_else(|| p.sym.frame(loc));
-                    (parent, frame)
-                })
-                .collect(),
+            nodes: stack_frames(&mut p.sym, loc_nodes, early),
         };
         if opts.samples {
             p.stack_locs = loc_nodes.iter().map(|n| n.1).collect();
@@ -191,6 +182,36 @@ impl Engine {
             p.bpf_cost = Some(cost);
         }
     }
+}
+
+/// The frame stacks, which mirror the location stacks node for node, so
+/// that nothing is interned again (readers merge frames as they go).
+///
+/// A big recording's stacks have millions of nodes, and after the replay
+/// one core resolved those it had not reached while the other idled: so
+/// the frames already known are looked up on every core (the lookups only
+/// read), and only the locations none of them knew are resolved here, in
+/// node order, as they were one by one.
+fn stack_frames(
+    sym: &mut Symbolizer,
+    loc_nodes: &[(u32, Loc)],
+    early: &EarlyFrames,
+) -> Vec<(u32, Frame)> {
+    let mut nodes: Vec<(u32, Frame)> = vec![(0, early_frames::NONE); loc_nodes.len()];
+    let known = sym.known_frames();
+    crate::parallel::for_parts_mut(&mut nodes, 1 << 16, |start, part| {
+        for (i, n) in (start..).zip(part) {
+            let (parent, loc) = loc_nodes[i];
+            let frame = early.node(i).or_else(|| known.get(loc));
+            *n = (parent, frame.unwrap_or(early_frames::NONE));
+        }
+    });
+    for (n, &(_, loc)) in nodes.iter_mut().zip(loc_nodes) {
+        if n.1 == early_frames::NONE {
+            n.1 = sym.frame(loc);
+        }
+    }
+    nodes
 }
 
 /// Sort rows by location. The flat pass leaves them mostly in order, and
