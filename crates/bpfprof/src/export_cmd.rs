@@ -46,6 +46,9 @@ pub struct ExportArgs {
     /// Only these process ids (comma-separated).
     #[arg(long = "pid", value_delimiter = ',')]
     pub pids: Vec<u32>,
+    /// Only these thread ids (comma-separated).
+    #[arg(long = "tid", value_delimiter = ',')]
+    pub tids: Vec<u32>,
     /// Only samples whose leaf is in these shared objects (short or full
     /// names, comma-separated).
     #[arg(long = "dso", alias = "dsos", value_delimiter = ',')]
@@ -98,6 +101,7 @@ pub fn run(a: &ExportArgs) -> Result<()> {
     let filters = Filters {
         comms: a.comms.clone(),
         pids: a.pids.clone(),
+        tids: a.tids.clone(),
         dsos: a.dsos.clone(),
     };
     let what = || match &a.output {

@@ -51,6 +51,9 @@ pub struct ReportArgs {
     /// Only these process ids (comma-separated).
     #[arg(long = "pid", value_delimiter = ',')]
     pub pids: Vec<u32>,
+    /// Only these thread ids (comma-separated).
+    #[arg(long = "tid", value_delimiter = ',')]
+    pub tids: Vec<u32>,
     /// Only these shared objects (short or full names, comma-separated).
     #[arg(long = "dso", alias = "dsos", value_delimiter = ',')]
     pub dsos: Vec<String>,
@@ -175,7 +178,8 @@ fn decide(a: &ReportArgs, has_callchains: bool, tty: bool) -> Result<Decided> {
         .iter()
         .any(|k| matches!(k, SortKey::Comm | SortKey::Pid | SortKey::Tid))
         || !a.comms.is_empty()
-        || !a.pids.is_empty();
+        || !a.pids.is_empty()
+        || !a.tids.is_empty();
     // perf report's rule: a terminal gets the interface unless a way of
     // printing is asked for. `--bpf` prints its own view (hook sites, maps,
     // stats: more than the interface's pane); rows by source line have no
@@ -208,9 +212,9 @@ fn check_srcline(a: &ReportArgs, keys: &[SortKey]) -> Result<()> {
             clap::ValueEnum::to_possible_value(k).map_or_else(String::new, |v| v.get_name().to_string())
         );
     }
-    if !a.comms.is_empty() || !a.pids.is_empty() {
+    if !a.comms.is_empty() || !a.pids.is_empty() || !a.tids.is_empty() {
         anyhow::bail!(
-            "--sort srcline cannot filter by --comm or --pid: samples are counted per address, not per thread; \
+            "--sort srcline cannot filter by --comm, --pid or --tid: samples are counted per address, not per thread; \
              drop the filter (--dso works)"
         );
     }
@@ -250,6 +254,7 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         filters: Filters {
             comms: a.comms.clone(),
             pids: a.pids.clone(),
+            tids: a.tids.clone(),
             dsos: a.dsos.clone(),
         },
         children: d.children,

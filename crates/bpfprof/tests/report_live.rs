@@ -820,6 +820,39 @@ fn pid_filter_agrees_with_perf() {
     assert_agree(&format!("--pid {pid}"), &ours, &perf);
 }
 
+/// `--tid` of this test process's busiest thread against perf's `--tid`
+/// (by thread, for the reason `pid_filter_agrees_with_perf` gives) and
+/// the thread's samples in perf script.
+#[test]
+fn tid_filter_agrees_with_perf() {
+    let Some(r) = rec() else { return };
+    let pid = std::process::id().to_string();
+    let script = support::stdout(
+        Command::new("perf")
+            .args(["script", "-F", "pid,tid", "-i"])
+            .arg(&r.data),
+    );
+    let mut by_tid: std::collections::BTreeMap<String, u64> = Default::default();
+    for l in script.lines() {
+        if let Some((p, t)) = l.trim().split_once('/') {
+            if p == pid {
+                *by_tid.entry(t.to_string()).or_default() += 1;
+            }
+        }
+    }
+    let (tid, own) = by_tid
+        .iter()
+        .max_by_key(|(_, &n)| n)
+        .map(|(t, &n)| (t.clone(), n))
+        .expect("perf script lists samples of this process's threads");
+    let perf = perf_rows_by_thread(&r.data, &["--tid", &tid]);
+    let (_, ours, _) = our_rows(&r.data, "dso,sym", &["--tid", &tid]);
+    let n = |rows: &[Row]| rows.iter().map(|x| x.samples).sum::<u64>();
+    assert_eq!(n(&ours), own, "--tid {tid}: ours vs perf script");
+    assert_eq!(n(&perf), own, "--tid {tid}: perf's rows vs perf script");
+    assert_agree(&format!("--tid {tid}"), &ours, &perf);
+}
+
 /// `perf report --sort pid,dso,sym ARGS` rows keyed "dso | sym" (one per
 /// thread; `assert_agree` sums them).
 fn perf_rows_by_thread(file: &Path, args: &[&str]) -> Vec<Row> {

@@ -213,11 +213,12 @@ impl Profile {
     }
 }
 
-/// `--comm`, `--pid`, `--dso` filters (each a set; empty = all).
+/// `--comm`, `--pid`, `--tid`, `--dso` filters (each a set; empty = all).
 #[derive(Debug, Clone, Default)]
 pub struct Filters {
     pub comms: Vec<String>,
     pub pids: Vec<u32>,
+    pub tids: Vec<u32>,
     pub dsos: Vec<String>,
 }
 
@@ -229,6 +230,7 @@ impl Filters {
                 .iter()
                 .any(|c| *c == p.sym.threads.comms[k.comm as usize]))
             && (self.pids.is_empty() || self.pids.contains(&k.pid))
+            && (self.tids.is_empty() || self.tids.contains(&k.tid))
             && (self.dsos.is_empty() || {
                 let d = &p.sym.dsos[k.frame.dso as usize];
                 self.dsos.iter().any(|x| *x == d.short || *x == d.name)

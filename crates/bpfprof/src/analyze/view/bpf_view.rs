@@ -177,7 +177,7 @@ pub fn summarize(p: &Profile, filters: &Filters) -> Option<BpfSummary> {
         dsos: Vec::new(),
         ..filters.clone()
     };
-    let filtered = !f.comms.is_empty() || !f.pids.is_empty();
+    let filtered = !f.comms.is_empty() || !f.pids.is_empty() || !f.tids.is_empty();
     let recomputed;
     let cost: Option<&BpfCost> = match (&p.bpf_cost, filtered) {
         (Some(_), true) => {
