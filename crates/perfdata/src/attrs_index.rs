@@ -47,4 +47,10 @@ impl AttrLookup for Attrs {
     fn first(&self) -> Option<&EventAttr> {
         self.entries.first().map(|e| &e.attr)
     }
+    fn listener(&self, flag: u64) -> Option<&EventAttr> {
+        self.entries
+            .iter()
+            .map(|e| &e.attr)
+            .find(|a| a.flags & flag != 0)
+    }
 }

@@ -1,7 +1,7 @@
 //! Records of the data section (and of the kernel's ring buffer, which uses
 //! the same layout): decoding from bytes and encoding back.
 
-use crate::attr::{sample_type as st, EventAttr};
+use crate::attr::{flags, sample_type as st, EventAttr};
 use crate::cursor::{align8, c_str, Cursor};
 use crate::error::{Error, Result};
 
@@ -345,6 +345,12 @@ pub trait AttrLookup {
     /// The attr that decides where IDENTIFIER sits (all attrs of a file
     /// must agree on the id position).
     fn first(&self) -> Option<&EventAttr>;
+    /// The attr that asked for the records `flag` (`flags::KSYMBOL`,
+    /// `flags::BPF_EVENT`) stands for, whose trailer the kernel writes on
+    /// them; `None` when none did or the lookup cannot tell.
+    fn listener(&self, flag: u64) -> Option<&EventAttr> {
+        self.first().filter(|a| a.flags & flag != 0)
+    }
 }
 
 impl AttrLookup for EventAttr {
@@ -386,7 +392,8 @@ pub fn parse_record<'a>(
         };
         return Ok((h, r, SampleId::default()));
     }
-    let (fields, sid) = split_trailer(&raw[..natural_len(&h, raw, first)], first, attrs, offset)?;
+    let natural = natural_len(&h, raw, first, attrs);
+    let (fields, sid) = split_trailer(&raw[..natural], first, attrs, offset)?;
     let mut c = Cursor::new(fields, offset + 8);
     let rec = match h.type_ {
         record_type::MMAP => Record::Mmap(Mmap {
@@ -483,17 +490,27 @@ pub fn parse_record<'a>(
 /// is stale ring bytes. Read from the record's end, the sample id, time
 /// and pid would be garbage (seen: 18446743568 s load times).
 ///
+/// The trailer is the listening event's (the attr with `flags::KSYMBOL`
+/// or `flags::BPF_EVENT`), which may be another size than the first
+/// event's. A record whose last word names an event whose trailer ends it
+/// exactly is as long as it should be (perf's synthesized records name
+/// the first event, or none).
+///
 /// Anything else, or a KSYMBOL whose name has no NUL, keeps its size.
-pub fn natural_len(h: &Header, raw: &[u8], first: &EventAttr) -> usize {
-    let fields = match h.type_ {
-        record_type::BPF_EVENT => 24,
+pub fn natural_len(h: &Header, raw: &[u8], first: &EventAttr, attrs: &dyn AttrLookup) -> usize {
+    let (fields, flag) = match h.type_ {
+        record_type::BPF_EVENT => (24, flags::BPF_EVENT),
         record_type::KSYMBOL => match raw.get(24..).and_then(|n| n.iter().position(|&c| c == 0)) {
-            Some(n) => 24 + (n + 1).div_ceil(8) * 8,
+            Some(n) => (24 + (n + 1).div_ceil(8) * 8, flags::KSYMBOL),
             None => return raw.len(),
         },
         _ => return raw.len(),
     };
-    (fields + first.id_trailer_size()).min(raw.len())
+    if fields + trailer_attr(raw, first, attrs).id_trailer_size() == raw.len() {
+        return raw.len();
+    }
+    let listener = attrs.listener(flag).unwrap_or(first);
+    (fields + listener.id_trailer_size()).min(raw.len())
 }
 
 pub(crate) fn sample_attr<'x>(
@@ -1066,8 +1083,80 @@ mod tests {
             assert_eq!(h.size as usize, natural + 32);
             assert_eq!(r, rec);
             assert_eq!(s, sid, "the trailer at the natural end");
-            assert_eq!(natural_len(&h, &out, &a), natural);
+            assert_eq!(natural_len(&h, &out, &a, &a), natural);
         }
+    }
+
+    /// Two events, the listener's trailer bigger than the first event's
+    /// (it records its CPU, the first does not): the over-long record's
+    /// trailer is the listener's, found where its size puts it, even when
+    /// the stale last word names the first event.
+    #[test]
+    fn an_over_long_record_keeps_the_trailer_of_its_listener() {
+        struct Two(EventAttr, EventAttr);
+        impl AttrLookup for Two {
+            fn attr_for_id(&self, id: u64) -> Option<&EventAttr> {
+                match id {
+                    1 => Some(&self.0),
+                    2 => Some(&self.1),
+                    _ => None,
+                }
+            }
+            fn first(&self) -> Option<&EventAttr> {
+                Some(&self.0)
+            }
+            fn listener(&self, flag: u64) -> Option<&EventAttr> {
+                [&self.0, &self.1].into_iter().find(|a| a.flags & flag != 0)
+            }
+        }
+        let first = EventAttr {
+            sample_type: st::IP | st::TID | st::TIME | st::IDENTIFIER,
+            flags: flags::SAMPLE_ID_ALL,
+            ..Default::default()
+        };
+        let listener = EventAttr {
+            sample_type: first.sample_type | st::CPU,
+            flags: flags::SAMPLE_ID_ALL | flags::KSYMBOL | flags::BPF_EVENT,
+            ..first
+        };
+        assert_eq!(
+            (first.id_trailer_size(), listener.id_trailer_size()),
+            (24, 32)
+        );
+        let sid = SampleId {
+            pid: 7,
+            tid: 8,
+            time: 9_000,
+            cpu: 1,
+            id: 2,
+            ..Default::default()
+        };
+        let rec = Record::BpfEvent(BpfEvent {
+            type_: bpf_event::PROG_LOAD,
+            flags: 0,
+            id: 77,
+            tag: [1; 8],
+        });
+        let mut out = Vec::new();
+        encode_record(&rec, 0, &sid, &listener, &mut out);
+        let natural = out.len();
+        assert_eq!(natural, 24 + 32);
+        let two = Two(first, listener);
+        let (h, _, _) = parse_record(&out, &two, 0).unwrap();
+        assert_eq!(
+            natural_len(&h, &out, &two.0, &two),
+            natural,
+            "as it should be"
+        );
+        // Stale bytes whose last word names the first event.
+        out.extend([0xaa; 16]);
+        out.extend(1u64.to_le_bytes());
+        let n = out.len() as u16;
+        out[6..8].copy_from_slice(&n.to_le_bytes());
+        let (h, r, s) = parse_record(&out, &two, 0).unwrap();
+        assert_eq!(natural_len(&h, &out, &two.0, &two), natural);
+        assert_eq!(r, rec);
+        assert_eq!(s, sid, "the listener's trailer at the natural end");
     }
 
     #[test]
