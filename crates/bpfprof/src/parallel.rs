@@ -10,6 +10,11 @@ pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
 }
 
+/// Items per part of `n`: a part per core, of at least `min` items.
+fn part_len(n: usize, min: usize) -> usize {
+    n.div_ceil(cores()).max(min).max(1)
+}
+
 /// `f` of consecutive parts of `items`, in order: a part per core, of at
 /// least `min` items (a thread costs more than a few items save). The
 /// first part runs on this thread.
@@ -18,8 +23,7 @@ pub fn map_parts<'a, T: Sync, R: Send>(
     min: usize,
     f: impl Fn(&'a [T]) -> R + Sync,
 ) -> Vec<R> {
-    let per_part = items.len().div_ceil(cores()).max(min).max(1);
-    let mut parts = items.chunks(per_part);
+    let mut parts = items.chunks(part_len(items.len(), min));
     let first = parts.next().unwrap_or_default();
     let f = &f;
     std::thread::scope(|s| {
@@ -36,7 +40,7 @@ pub fn map_parts<'a, T: Sync, R: Send>(
 /// part per core, of at least `min` items, each given with the index of
 /// its first item. The first part runs on this thread.
 pub fn for_parts_mut<T: Send>(items: &mut [T], min: usize, f: impl Fn(usize, &mut [T]) + Sync) {
-    let per_part = items.len().div_ceil(cores()).max(min).max(1);
+    let per_part = part_len(items.len(), min);
     let mut parts = items.chunks_mut(per_part).enumerate();
     let Some((_, first)) = parts.next() else {
         return;
