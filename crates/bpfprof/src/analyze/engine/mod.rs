@@ -16,6 +16,7 @@
 //! [`Engine::finish`] (or [`Engine::profile`], which can be called again
 //! as more records come) resolves what was counted into the model.
 
+mod chains;
 mod delivery;
 mod early_frames;
 mod events;
@@ -35,6 +36,7 @@ use anyhow::{Context, Result};
 use perfdata::{AttrEntry, Attrs, PerfFile, Record};
 use rustc_hash::FxHashMap;
 
+use chains::Chains;
 use early_frames::{EarlyFrames, LocKey};
 use events::{is_kernel_mode, note, owner, Event, MmapEvent};
 use memo::{Changes, RowCache, SampleKey};
@@ -67,8 +69,8 @@ struct Counted {
     /// Raw stack node id → location node id (a process root maps to the
     /// root): location stacks mirror the interned address stacks.
     raw_to_loc: Vec<u32>,
-    /// (row, stack leaf node) → counts.
-    loc_chains: FxHashMap<(u32, u32), Counts>,
+    /// Counts by (row, stack leaf node).
+    chains: Chains,
     /// Stack node → offset of its address in its BPF symbol.
     bpf_offsets: FxHashMap<u32, u32>,
     early: EarlyFrames,
@@ -89,7 +91,7 @@ impl Default for Counted {
             rows: LocRows::default(),
             loc_nodes: vec![(0, Loc::Unknown(0))],
             raw_to_loc: vec![0],
-            loc_chains: FxHashMap::default(),
+            chains: Chains::default(),
             bpf_offsets: FxHashMap::default(),
             early: EarlyFrames::default(),
             samples: Vec::new(),
@@ -490,7 +492,7 @@ impl Engine {
         let c = &mut self.counted;
         if self.opts.callchains {
             let node = c.raw_to_loc[leaf as usize];
-            c.loc_chains.entry((row, node)).or_default().add(period);
+            c.chains.add(row, node, period);
         }
         if self.opts.samples {
             let attr = self.sampling as u16;

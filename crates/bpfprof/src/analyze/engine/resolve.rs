@@ -22,7 +22,7 @@ impl Engine {
         let Counted {
             rows,
             loc_nodes,
-            loc_chains,
+            chains,
             bpf_offsets,
             early,
             samples,
@@ -58,7 +58,7 @@ impl Engine {
         let mut last: Option<(Loc, Frame)> = None;
         // Each location row's key, by row: chains refer to rows (a flat
         // profile has none, and needs no keys).
-        let mut row_keys: Vec<Option<RowKey>> = match loc_chains.is_empty() && !opts.samples {
+        let mut row_keys: Vec<Option<RowKey>> = match chains.is_empty() && !opts.samples {
             true => Vec::new(),
             false => vec![None; loc_rows.len()],
         };
@@ -164,9 +164,9 @@ impl Engine {
                 })
                 .collect();
         }
-        p.chains = loc_chains
+        p.chains = chains
             .iter()
-            .filter_map(|(&(row, node), &c)| Some(((row_keys[row as usize]?, node), c)))
+            .filter_map(|((row, node), c)| Some(((row_keys[row as usize]?, node), c)))
             .collect();
         let mut first_of: rustc_hash::FxHashMap<&str, u32> = Default::default();
         p.dso_groups = (0..p.sym.dsos.len() as u32)
