@@ -303,6 +303,7 @@ pub fn intern_stacks(
                 let leaf = stacks.leaf(&changes, key, chain, nodes);
                 *stack = (leaf, nodes.len() as u32);
             }
+            stacks.side(ev);
             note(&mut changes, ev);
         }
         if tx.send(Ok(batch)).is_err() {

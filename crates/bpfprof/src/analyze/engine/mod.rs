@@ -307,6 +307,7 @@ impl Engine {
                 None => return Ok(()),
             },
         };
+        live.stacks.side(&ev);
         let nodes = std::mem::take(&mut live.nodes);
         self.event(&ev, &nodes);
         if let Some(live) = self.live.as_mut() {

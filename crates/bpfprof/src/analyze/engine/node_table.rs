@@ -56,6 +56,21 @@ impl NodeTable {
         self.shards[shard].get_or_insert(key, parent, new)
     }
 
+    /// Make room for one more node beside `key`'s: when its shard is full,
+    /// it drops the nodes `live` says no lookup will ask for again, and
+    /// grows if that did not free enough.
+    pub fn make_room(&mut self, key: u64, live: impl Fn(u32) -> bool) {
+        let shard = &mut self.shards[(key >> (64 - SHARD_BITS)) as usize];
+        if shard.full() {
+            shard.rebuild(live);
+        }
+    }
+
+    #[cfg(test)]
+    pub fn slots(&self) -> usize {
+        self.shards.iter().map(|s| s.slots.len()).sum()
+    }
+
     /// Read the slot where `key` would be found first, so that the
     /// lookup that follows finds it in the cache: a frame's lookup needs
     /// its parent's node, but its slot needs only the key.
@@ -80,10 +95,14 @@ struct Shard {
 const MIN_SLOTS: usize = 1024;
 
 impl Shard {
+    /// At most 5/8 full: probes stay short.
+    fn full(&self) -> bool {
+        (self.len + 1) * 8 > self.slots.len() * 5
+    }
+
     fn get_or_insert(&mut self, key: u64, parent: u32, new: impl FnOnce() -> u32) -> u32 {
-        // At most 5/8 full: probes stay short.
-        if (self.len + 1) * 8 > self.slots.len() * 5 {
-            self.grow();
+        if self.full() {
+            self.rebuild(|_| true);
         }
         let mask = self.slots.len() - 1;
         let mut i = home(key, mask);
@@ -103,13 +122,20 @@ impl Shard {
         }
     }
 
-    /// Twice the slots, every node moved.
-    fn grow(&mut self) {
-        let size = (self.slots.len() * 2).max(MIN_SLOTS);
+    /// The slots again without the nodes that are not `live`: as many
+    /// when that leaves the shard at most half as full as it may be, else
+    /// twice as many.
+    fn rebuild(&mut self, live: impl Fn(u32) -> bool) {
+        let kept = self.slots.iter().filter(|s| s.2 != 0 && live(s.2)).count();
+        let size = match (kept + 1) * 16 <= self.slots.len() * 5 {
+            true => self.slots.len().max(MIN_SLOTS),
+            false => (self.slots.len() * 2).max(MIN_SLOTS),
+        };
         let slots = crate::huge_vec::table(size, (0, 0, 0));
         let old = std::mem::replace(&mut self.slots, slots);
+        self.len = kept;
         let mask = size - 1;
-        for s in old.into_iter().filter(|s| s.2 != 0) {
+        for s in old.into_iter().filter(|s| s.2 != 0 && live(s.2)) {
             let mut i = home(s.0, mask);
             while self.slots[i].2 != 0 {
                 i = (i + 1) & mask;
@@ -157,6 +183,35 @@ mod tests {
         assert_eq!(t.shards.iter().map(|s| s.len).sum::<usize>(), oracle.len());
         for s in &t.shards {
             assert!(s.slots.len() * 5 >= s.len * 8, "kept at most 5/8 full");
+        }
+    }
+
+    /// Nodes that are no longer live leave a full shard, which then keeps
+    /// its size if that made room; every live node is still found.
+    #[test]
+    fn a_rebuild_drops_what_is_not_live_and_keeps_the_rest() {
+        let mut t = NodeTable::default();
+        let mut next = 1u32;
+        let mut made = Vec::new();
+        for i in 0..50_000u64 {
+            let key = child_key(root_key(1), i);
+            let live = |n: u32| n.is_multiple_of(10) || n + 1000 > next;
+            t.make_room(key, live);
+            let n = t.get_or_insert(key, 1, || {
+                next += 1;
+                next - 1
+            });
+            made.push((key, n));
+        }
+        let held: usize = t.shards.iter().map(|s| s.len).sum();
+        assert!(held < 12_000, "{held} of 50000 nodes held");
+        let slots: usize = t.shards.iter().map(|s| s.slots.len()).sum();
+        assert!(
+            slots <= 16 * 2048,
+            "{slots} slots: the shards stopped growing"
+        );
+        for &(key, n) in made.iter().filter(|(_, n)| n.is_multiple_of(10)) {
+            assert_eq!(t.get_or_insert(key, 1, || unreachable!()), n);
         }
     }
 
