@@ -126,7 +126,14 @@ impl Shard {
     /// when that leaves the shard at most half as full as it may be, else
     /// twice as many.
     fn rebuild(&mut self, live: impl Fn(u32) -> bool) {
-        let kept = self.slots.iter().filter(|s| s.2 != 0 && live(s.2)).count();
+        // Emptied in place, so that each node is asked about once.
+        let mut kept = 0;
+        for s in &mut self.slots {
+            match s.2 != 0 && !live(s.2) {
+                true => *s = (0, 0, 0),
+                false => kept += usize::from(s.2 != 0),
+            }
+        }
         let size = match (kept + 1) * 16 <= self.slots.len() * 5 {
             true => self.slots.len().max(MIN_SLOTS),
             false => (self.slots.len() * 2).max(MIN_SLOTS),
@@ -135,7 +142,7 @@ impl Shard {
         let old = std::mem::replace(&mut self.slots, slots);
         self.len = kept;
         let mask = size - 1;
-        for s in old.into_iter().filter(|s| s.2 != 0 && live(s.2)) {
+        for s in old.into_iter().filter(|s| s.2 != 0) {
             let mut i = home(s.0, mask);
             while self.slots[i].2 != 0 {
                 i = (i + 1) & mask;

@@ -69,12 +69,10 @@ struct Roots {
 }
 
 impl Roots {
-    /// `root` is `pid`'s newest root.
+    /// `root`, just made, is `pid`'s newest root.
     fn newest(&mut self, pid: u32, root: u32) {
         if let Some(old) = self.newest.insert(pid, root) {
-            if old != root {
-                self.bury(old);
-            }
+            self.bury(old);
         }
     }
 
@@ -127,8 +125,14 @@ impl RawStacks {
         let state = (k.pid as u64) << 32 | ch.last(k.pid, true) as u64;
         let root_key = node_table::root_key(state);
         let (tree, memo) = (&mut self.tree, &mut self.memo);
+        let made_from = tree.len;
         let root = tree.intern(0, 0, root_key, state, NodeKind::Process, new);
-        tree.roots.newest(k.pid, root);
+        // A root is made when its process's state is new, which ends the
+        // state before it; noting only then keeps the map off the
+        // per-sample path.
+        if root >= made_from {
+            tree.roots.newest(k.pid, root);
+        }
         memo.leaf(ch, k, raw, (root, root_key), |run| {
             let kind = |kernel| match kernel {
                 true => NodeKind::Kernel,
