@@ -20,22 +20,42 @@ pub enum CallOrder {
 }
 
 /// Children in a vector: most nodes have one or two, and a search through
-/// those beats hashing (and allocating a table) per node.
+/// those beats hashing (and allocating a table) per node. A node with
+/// many (a function called from thousands of unresolved addresses) finds
+/// them through an index instead: searched, it was most of a report.
 #[derive(Default)]
 struct Node {
     counts: Counts,
     children: Vec<(SymId, Node)>,
+    /// Position in `children` by symbol, once there are more than
+    /// [`SCAN_MAX`].
+    index: Option<Box<FxHashMap<SymId, u32>>>,
 }
+
+/// Children searched one by one, at most.
+const SCAN_MAX: usize = 16;
 
 impl Node {
     fn child(&mut self, s: SymId) -> &mut Node {
-        let i = match self.children.iter().position(|c| c.0 == s) {
-            Some(i) => i,
-            None => {
-                self.children.push((s, Node::default()));
-                self.children.len() - 1
-            }
+        let found = match &self.index {
+            Some(index) => index.get(&s).map(|&i| i as usize),
+            None => self.children.iter().position(|c| c.0 == s),
         };
+        let i = found.unwrap_or_else(|| {
+            let i = self.children.len();
+            self.children.push((s, Node::default()));
+            match &mut self.index {
+                Some(index) => {
+                    index.insert(s, i as u32);
+                }
+                None if i >= SCAN_MAX => {
+                    let all = self.children.iter().enumerate();
+                    self.index = Some(Box::new(all.map(|(i, c)| (c.0, i as u32)).collect()));
+                }
+                None => {}
+            }
+            i
+        });
         &mut self.children[i].1
     }
 }
@@ -203,4 +223,31 @@ fn walk(p: &Profile, n: &Node, depth: usize, min: f64, out: &mut dyn Write) -> s
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Children are found again whether searched or indexed: symbols
+    /// come back in an order unlike the first, many more than are
+    /// searched one by one.
+    #[test]
+    fn each_symbol_is_one_child_however_many_there_are() {
+        let mut root = Node::default();
+        let mut want: std::collections::BTreeMap<SymId, u64> = Default::default();
+        for i in 0..5000u32 {
+            let s = (i * 7919) % 701;
+            root.child(s).counts.add(u64::from(i));
+            *want.entry(s).or_default() += u64::from(i);
+        }
+        let mut got: Vec<(SymId, u64)> = root
+            .children
+            .iter()
+            .map(|(s, n)| (*s, n.counts.period))
+            .collect();
+        got.sort_unstable();
+        let want: Vec<(SymId, u64)> = want.into_iter().collect();
+        assert_eq!(got, want);
+    }
 }
