@@ -58,7 +58,9 @@ impl NodeTable {
 
     /// Make room for one more node beside `key`'s: when its shard is full,
     /// it drops the nodes `live` says no lookup will ask for again, and
-    /// grows if that did not free enough.
+    /// grows if that did not free enough. A call of its own, before
+    /// [`NodeTable::get_or_insert`]: a caller's `live` reads what its `new`
+    /// writes (each node's root), so the two cannot be borrowed at once.
     pub fn make_room(&mut self, key: u64, live: impl Fn(u32) -> bool) {
         let shard = &mut self.shards[(key >> (64 - SHARD_BITS)) as usize];
         if shard.full() {
