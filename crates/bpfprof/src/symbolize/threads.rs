@@ -107,26 +107,33 @@ impl Threads {
     pub fn mmap(&mut self, pid: u32, m: Map) {
         let maps = &mut self.processes.entry(pid).or_default().maps;
         let (first, last) = overlapped(maps, &m, |x| x);
-        let mut put = [None; 3];
+        // What is left of the first and last maps it overlaps, around it:
+        // put as a slice, whose exact length lets `splice` move the tail
+        // once, without a vector of its own for the surplus.
+        let mut put = [m; 3];
+        let mut n = 0;
         if let Some(&old) = maps[first..last].first() {
             if old.start < m.start {
-                put[0] = Some(Map {
+                put[0] = Map {
                     end: m.start,
                     ..old
-                });
+                };
+                n = 1;
             }
         }
-        put[1] = Some(m);
+        put[n] = m;
+        n += 1;
         if let Some(&old) = maps[first..last].last() {
             if old.end > m.end {
-                put[2] = Some(Map {
+                put[n] = Map {
                     start: m.end,
                     pgoff: old.pgoff.wrapping_add(m.end - old.start),
                     ..old
-                });
+                };
+                n += 1;
             }
         }
-        maps.splice(first..last, put.into_iter().flatten());
+        maps.splice(first..last, put[..n].iter().copied());
     }
 
     /// A process's maps now, in address order.

@@ -30,6 +30,14 @@ struct Pieces {
     max_end: Vec<u64>,
 }
 
+/// One process's pieces while the timeline is built: those of its maps
+/// now, in address order, and those that ended.
+#[derive(Default)]
+struct Building {
+    open: Vec<Piece>,
+    closed: Vec<Piece>,
+}
+
 #[derive(Debug, Default)]
 pub(super) struct MapTimeline {
     processes: FxHashMap<u32, Pieces>,
@@ -44,9 +52,11 @@ impl MapTimeline {
         mut dso_of: impl FnMut(&MmapEvent) -> Option<DsoId>,
     ) -> MapTimeline {
         let mut threads = Threads::default();
-        // Each process's maps now, with the record after which each held.
-        let mut open: FxHashMap<u32, Vec<Piece>> = FxHashMap::default();
-        let mut closed: FxHashMap<u32, Vec<Piece>> = FxHashMap::default();
+        let mut building: FxHashMap<u32, Building> = FxHashMap::default();
+        // What `follow` makes, reused: most events change one or two maps,
+        // and a recording of thousands of short-lived processes has tens
+        // of thousands of them, each once a pair of small allocations.
+        let mut next = Vec::new();
         for &(at, ref ev) in events {
             match *ev {
                 Event::Mmap(ref m) => {
@@ -61,15 +71,13 @@ impl MapTimeline {
                     };
                     // Only the run of maps it overlaps changes (see
                     // `Threads::mmap`): the rest is the same on both sides.
-                    let before = open.entry(m.pid).or_default();
-                    let (first, last) = overlapped(before, &map, |x| &x.map);
+                    let b = building.entry(m.pid).or_default();
+                    let (first, last) = overlapped(&b.open, &map, |x| &x.map);
                     threads.mmap(m.pid, map);
                     let now = threads.maps_of(m.pid);
-                    let changed = &now[first..now.len() - (before.len() - last)];
-                    let old: Vec<Piece> = before.drain(first..last).collect();
-                    let ended = closed.entry(m.pid).or_default();
-                    let next = follow(old, changed, at, ended);
-                    before.splice(first..first, next);
+                    let changed = &now[first..now.len() - (b.open.len() - last)];
+                    follow(&b.open[first..last], changed, at, &mut b.closed, &mut next);
+                    b.open.splice(first..last, next.drain(..));
                 }
                 // A new thread shares its process's maps.
                 Event::Fork {
@@ -79,20 +87,19 @@ impl MapTimeline {
                     ptid,
                 } if pid != ppid => {
                     threads.fork(pid, ppid, tid, ptid);
-                    let before = open.entry(pid).or_default();
-                    let old = std::mem::take(before);
-                    let ended = closed.entry(pid).or_default();
-                    *before = follow(old, threads.maps_of(pid), at, ended);
+                    let b = building.entry(pid).or_default();
+                    follow(&b.open, threads.maps_of(pid), at, &mut b.closed, &mut next);
+                    b.open.clear();
+                    b.open.append(&mut next);
                 }
                 _ => {}
             }
         }
-        for (pid, still) in open {
-            closed.entry(pid).or_default().extend(still);
-        }
-        let processes = closed
+        let processes = building
             .into_iter()
-            .map(|(pid, mut pieces)| {
+            .map(|(pid, b)| {
+                let mut pieces = b.closed;
+                pieces.extend(b.open);
                 pieces.sort_unstable_by_key(|x| (x.map.start, x.from));
                 let mut max_end = Vec::with_capacity(pieces.len());
                 let mut m = 0;
@@ -154,13 +161,12 @@ impl Pieces {
     }
 }
 
-/// The pieces of maps `now` after the record at `at`, given the pieces of
-/// what was there before (`old`, in address order, without overlaps, as
-/// `now` is): the ones that went end there (into `ended`), the ones that
-/// stayed keep their start, the others start there.
-fn follow(old: Vec<Piece>, now: &[Map], at: At, ended: &mut Vec<Piece>) -> Vec<Piece> {
-    let mut next = Vec::with_capacity(now.len());
-    let mut old = old.into_iter().peekable();
+/// The pieces of maps `now` after the record at `at`, into `next`, given
+/// the pieces of what was there before (`old`, in address order, without
+/// overlaps, as `now` is): the ones that went end there (into `ended`),
+/// the ones that stayed keep their start, the others start there.
+fn follow(old: &[Piece], now: &[Map], at: At, ended: &mut Vec<Piece>, next: &mut Vec<Piece>) {
+    let mut old = old.iter().copied().peekable();
     for m in now {
         while let Some(x) =
             old.next_if(|x| x.map.start < m.start || (x.map.start == m.start && !same(&x.map, m)))
@@ -177,7 +183,6 @@ fn follow(old: Vec<Piece>, now: &[Map], at: At, ended: &mut Vec<Piece>) -> Vec<P
         });
     }
     ended.extend(old.map(|x| Piece { until: at, ..x }));
-    next
 }
 
 fn same(a: &Map, b: &Map) -> bool {
