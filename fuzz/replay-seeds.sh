@@ -40,7 +40,7 @@ trap 'rm -rf "$work"' EXIT INT TERM
 # messages name every binary this build produced (fresh ones too), so a
 # stale binary from an earlier build is never replayed.
 failed=0
-if ! nice -n 19 cargo build -q --manifest-path Cargo.toml --target-dir "$tdir" \
+if ! nice -n 19 cargo build -q --locked --manifest-path Cargo.toml --target-dir "$tdir" \
     --bins --keep-going --message-format=json-render-diagnostics >"$work/build.json"; then
     echo "fuzz/replay-seeds.sh: the build failed (errors above)" >&2
     failed=1
