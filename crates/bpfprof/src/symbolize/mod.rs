@@ -44,12 +44,8 @@ pub enum DsoKind {
     Bpf,
     User,
     Vdso,
-    /// The last kind: [`DSO_KINDS`] counts up to it.
     Unknown,
 }
-
-/// How many kinds of [`DsoKind`] there are.
-const DSO_KINDS: usize = DsoKind::Unknown as usize + 1;
 
 /// A shared object: the kernel, a module, a BPF (sub-)program, or a file.
 #[derive(Debug)]
@@ -171,7 +167,8 @@ pub struct Symbolizer {
     /// DSO alone, which merges same-named programs as perf does.
     sym_index: FxHashMap<(DsoId, u64), SymId>,
     /// By name, then kind: looked up by `&str`, without a key to build.
-    dso_index: FxHashMap<Box<str>, [Option<DsoId>; DSO_KINDS]>,
+    /// A name nearly always has one kind.
+    dso_index: FxHashMap<Box<str>, Vec<(DsoKind, DsoId)>>,
     pub kallsyms: Kallsyms,
     pub bpf: BpfSymbols,
     bpf_frames: Vec<Option<Frame>>,
@@ -227,14 +224,18 @@ impl Symbolizer {
     }
 
     pub fn dso_id(&mut self, kind: DsoKind, name: &str) -> DsoId {
-        if let Some(id) = self.dso_index.get(name).and_then(|k| k[kind as usize]) {
+        let mut known = self.dso_index.get(name).into_iter().flatten();
+        if let Some(&(_, id)) = known.find(|&&(k, _)| k == kind) {
             return id;
         }
         let id = self.dsos.len() as DsoId;
         let mut d = Dso::new(name.to_string(), kind);
         d.build_id = self.build_ids.get(name).cloned();
         self.dsos.push(d);
-        self.dso_index.entry(name.into()).or_default()[kind as usize] = Some(id);
+        self.dso_index
+            .entry(name.into())
+            .or_default()
+            .push((kind, id));
         id
     }
 

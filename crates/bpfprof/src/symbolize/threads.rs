@@ -109,7 +109,8 @@ impl Threads {
         let (first, last) = overlapped(maps, &m, |x| x);
         // What is left of the first and last maps it overlaps, around it:
         // put as a slice, whose exact length lets `splice` move the tail
-        // once, without a vector of its own for the surplus.
+        // once, without a vector of its own for the surplus. Only
+        // `put[..n]` is used: `m` in the others is filler.
         let mut put = [m; 3];
         let mut n = 0;
         if let Some(&old) = maps[first..last].first() {
