@@ -30,12 +30,24 @@ struct Pieces {
     max_end: Vec<u64>,
 }
 
-/// One process's pieces while the timeline is built: those of its maps
-/// now, in address order, and those that ended.
+/// One process's pieces while the timeline is built: for each of its
+/// maps now (the timeline's [`Threads`] holds them, in address order),
+/// the event it began at, and the pieces that ended. Events are counted
+/// by their place in the side band, not by their time: the maps of a busy
+/// process are moved on every change to them, and an index is an eighth
+/// of a piece.
 #[derive(Default)]
 struct Building {
-    open: Vec<Piece>,
-    closed: Vec<Piece>,
+    from: Vec<usize>,
+    closed: Vec<Ended>,
+}
+
+/// A piece that ended, with its events by place in the side band.
+#[derive(Clone, Copy)]
+struct Ended {
+    map: Map,
+    from: usize,
+    until: usize,
 }
 
 #[derive(Debug, Default)]
@@ -53,11 +65,11 @@ impl MapTimeline {
     ) -> MapTimeline {
         let mut threads = Threads::default();
         let mut building: FxHashMap<u32, Building> = FxHashMap::default();
-        // What `follow` makes, reused: most events change one or two maps,
-        // and a recording of thousands of short-lived processes has tens
-        // of thousands of them, each once a pair of small allocations.
-        let mut next = Vec::new();
-        for &(at, ref ev) in events {
+        // Reused, as most events change one or two maps and a recording
+        // of thousands of short-lived processes has tens of thousands of
+        // them: the maps an event replaced, and when the new ones began.
+        let (mut old, mut next) = (Vec::new(), Vec::new());
+        for (i, (_, ev)) in events.iter().enumerate() {
             match *ev {
                 Event::Mmap(ref m) => {
                     let Some(dso) = dso_of(m) else {
@@ -72,12 +84,20 @@ impl MapTimeline {
                     // Only the run of maps it overlaps changes (see
                     // `Threads::mmap`): the rest is the same on both sides.
                     let b = building.entry(m.pid).or_default();
-                    let (first, last) = overlapped(&b.open, &map, |x| &x.map);
+                    let before = threads.maps_of(m.pid);
+                    let (first, last) = overlapped(before, &map, |x| x);
+                    let kept = before.len() - last;
+                    old.clear();
+                    old.extend_from_slice(&before[first..last]);
                     threads.mmap(m.pid, map);
                     let now = threads.maps_of(m.pid);
-                    let changed = &now[first..now.len() - (b.open.len() - last)];
-                    follow(&b.open[first..last], changed, at, &mut b.closed, &mut next);
-                    b.open.splice(first..last, next.drain(..));
+                    let changed = &now[first..now.len() - kept];
+                    let was = Was {
+                        maps: &old,
+                        from: &b.from[first..last],
+                    };
+                    follow(was, changed, i, &mut b.closed, &mut next);
+                    b.from.splice(first..last, next.drain(..));
                 }
                 // A new thread shares its process's maps.
                 Event::Fork {
@@ -86,26 +106,49 @@ impl MapTimeline {
                     tid,
                     ptid,
                 } if pid != ppid => {
-                    threads.fork(pid, ppid, tid, ptid);
                     let b = building.entry(pid).or_default();
-                    follow(&b.open, threads.maps_of(pid), at, &mut b.closed, &mut next);
-                    b.open.clear();
-                    b.open.append(&mut next);
+                    old.clear();
+                    old.extend_from_slice(threads.maps_of(pid));
+                    threads.fork(pid, ppid, tid, ptid);
+                    let was = Was {
+                        maps: &old,
+                        from: &b.from,
+                    };
+                    follow(was, threads.maps_of(pid), i, &mut b.closed, &mut next);
+                    b.from.clear();
+                    b.from.append(&mut next);
                 }
                 _ => {}
             }
         }
+        let at = |i: usize| events[i].0;
         let processes = building
             .into_iter()
             .map(|(pid, b)| {
-                let mut pieces = b.closed;
-                pieces.extend(b.open);
-                pieces.sort_unstable_by_key(|x| (x.map.start, x.from));
-                let mut max_end = Vec::with_capacity(pieces.len());
+                let mut ended = b.closed;
+                let now = threads.maps_of(pid);
+                debug_assert_eq!(now.len(), b.from.len());
+                ended.extend(now.iter().zip(&b.from).map(|(&map, &from)| Ended {
+                    map,
+                    from,
+                    until: usize::MAX,
+                }));
+                ended.sort_unstable_by_key(|x| (x.map.start, x.from));
+                let mut pieces = Vec::with_capacity(ended.len());
+                let mut max_end = Vec::with_capacity(ended.len());
                 let mut m = 0;
-                for x in &pieces {
+                for x in ended {
                     m = x.map.end.max(m);
                     max_end.push(m);
+                    pieces.push(Piece {
+                        map: x.map,
+                        from: at(x.from),
+                        until: if x.until == usize::MAX {
+                            NEVER
+                        } else {
+                            at(x.until)
+                        },
+                    });
                 }
                 (pid, Pieces { pieces, max_end })
             })
@@ -161,28 +204,36 @@ impl Pieces {
     }
 }
 
-/// The pieces of maps `now` after the record at `at`, into `next`, given
-/// the pieces of what was there before (`old`, in address order, without
-/// overlaps, as `now` is): the ones that went end there (into `ended`),
-/// the ones that stayed keep their start, the others start there.
-fn follow(old: &[Piece], now: &[Map], at: At, ended: &mut Vec<Piece>, next: &mut Vec<Piece>) {
-    let mut old = old.iter().copied().peekable();
+/// A run of a process's maps before an event, and the events they began at.
+#[derive(Clone, Copy)]
+struct Was<'a> {
+    maps: &'a [Map],
+    from: &'a [usize],
+}
+
+/// When the maps `now` began, after the event `at`, into `next`, given
+/// what was there before (in address order, without overlaps, as `now`
+/// is): the maps that went end there (into `ended`), the ones that
+/// stayed keep their start, the others start there.
+fn follow(was: Was, now: &[Map], at: usize, ended: &mut Vec<Ended>, next: &mut Vec<usize>) {
+    let mut old = was.maps.iter().zip(was.from).peekable();
+    let end = |(&map, &from): (&Map, &usize)| Ended {
+        map,
+        from,
+        until: at,
+    };
     for m in now {
         while let Some(x) =
-            old.next_if(|x| x.map.start < m.start || (x.map.start == m.start && !same(&x.map, m)))
+            old.next_if(|(x, _)| x.start < m.start || (x.start == m.start && !same(x, m)))
         {
-            ended.push(Piece { until: at, ..x });
+            ended.push(end(x));
         }
-        next.push(match old.next_if(|x| same(&x.map, m)) {
-            Some(x) => x,
-            None => Piece {
-                map: *m,
-                from: at,
-                until: NEVER,
-            },
+        next.push(match old.next_if(|(x, _)| same(x, m)) {
+            Some((_, &from)) => from,
+            None => at,
         });
     }
-    ended.extend(old.map(|x| Piece { until: at, ..x }));
+    ended.extend(old.map(end));
 }
 
 fn same(a: &Map, b: &Map) -> bool {
