@@ -54,6 +54,19 @@ pub fn for_parts_mut<T: Send>(items: &mut [T], min: usize, f: impl Fn(usize, &mu
     });
 }
 
+/// `a` on another core while `b` runs on this thread: two steps of
+/// different work that only read what they share.
+pub fn join<A: Send, B>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> (A, B) {
+    if cores() < 2 {
+        return (a(), b());
+    }
+    std::thread::scope(|s| {
+        let a = s.spawn(a);
+        let b = b();
+        (a.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), b)
+    })
+}
+
 /// The next of `n` items for a worker to take, counted in `next`; `None`
 /// once all are taken.
 pub fn take(next: &AtomicUsize, n: usize) -> Option<usize> {

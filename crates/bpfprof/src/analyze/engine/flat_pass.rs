@@ -28,12 +28,12 @@ use std::sync::mpsc::{channel, Sender};
 use perfdata::{record_type as rt, PerfFile, RoundOrder};
 use rustc_hash::FxHashMap;
 
-use super::delivery::{self, At, Late, Rounds, FIRST, NEVER};
+use super::delivery::{self, At, Late, Rounds};
 use super::early_frames::LocKey;
-use super::events::{change_of, is_kernel_mode, note, owner, side_event, Change, Event};
+use super::events::{change_of, is_kernel_mode, owner, side_event, Event};
+use super::history::{self, History, Seen};
 use super::kernel_text::{self, TextCounts};
 use super::map_timeline::MapTimeline;
-use super::memo::{depends_on, Changes};
 use super::{Engine, LocRows};
 use crate::analyze::profile::Counts;
 use crate::huge_vec::HugeVec;
@@ -140,14 +140,20 @@ fn count(file: &PerfFile, e: &mut Engine, progress: &mut Progress) -> Option<()>
         events.append(&mut piece.side);
     }
     events.sort_by_key(|&(at, _)| at);
-    let history = History::of(&events);
+    let bpf = history::bpf_ranges(&events);
     if let Some((start, end)) = text {
         // Never seen, but then the samples counted by address were wrong.
-        if history.bpf.iter().any(|r| r.0 < end && start < r.1) {
+        if bpf.iter().any(|r| r.0 < end && start < r.1) {
             return None;
         }
     }
-    let maps = MapTimeline::of(&events, |m| e.map_dso(m));
+    // Both read the whole side band, on one core each: on a recording of
+    // thousands of short-lived processes, the timeline of their maps is
+    // the longest step between reading and counting.
+    let (history, maps) = crate::parallel::join(
+        || History::of(&events, bpf),
+        || MapTimeline::of(&events, |m| e.map_dso(m)),
+    );
     let next = AtomicUsize::new(0);
     let count = |_: usize, tx: Sender<Msg>| {
         let w = Worker {
@@ -381,107 +387,6 @@ fn read_piece(
         rounds,
         totals,
     })
-}
-
-/// When each process, and the BPF symbols, changed, numbered by the
-/// [`Changes`] the ordered replay numbers them with.
-#[derive(Default)]
-struct History {
-    processes: FxHashMap<u32, Vec<(At, u32)>>,
-    kernel: Vec<(At, u32)>,
-    /// Every address range a BPF symbol held at some time, merged: a
-    /// kernel address outside them is the same location all along.
-    bpf: Vec<(u64, u64)>,
-}
-
-impl History {
-    fn of(events: &[(At, Event)]) -> History {
-        let mut h = History::default();
-        let mut changes = Changes::default();
-        for (at, ev) in events {
-            let list = match change_of(ev) {
-                Some(Change::Process(pid)) => h.processes.entry(pid).or_default(),
-                Some(Change::Kernel) => &mut h.kernel,
-                None => continue,
-            };
-            note(&mut changes, ev);
-            list.push((*at, changes.now()));
-        }
-        let mut bpf: Vec<(u64, u64)> = events
-            .iter()
-            .filter_map(|(_, ev)| match ev {
-                Event::Ksymbol(k) if !k.unregister && k.len > 0 => {
-                    Some((k.addr, k.addr.saturating_add(u64::from(k.len))))
-                }
-                _ => None,
-            })
-            .collect();
-        bpf.sort_unstable();
-        for (start, end) in bpf {
-            match h.bpf.last_mut() {
-                Some(last) if start <= last.1 => last.1 = last.1.max(end),
-                _ => h.bpf.push((start, end)),
-            }
-        }
-        h
-    }
-
-    /// Whether a BPF symbol ever held `addr`.
-    fn may_be_bpf(&self, addr: u64) -> bool {
-        let i = self.bpf.partition_point(|r| r.0 <= addr);
-        i > 0 && addr < self.bpf[i - 1].1
-    }
-
-    /// The last change before `at` that a sample of `pid` depends on, as
-    /// [`Changes::last`] answers in the ordered replay, and the times
-    /// between which that answer holds.
-    fn last(&self, pid: u32, kernel: bool, at: At) -> Seen {
-        let around = |list: &[(At, u32)]| {
-            let i = list.partition_point(|&(a, _)| a < at);
-            let (from, seq) = match i {
-                0 => (FIRST, 0),
-                i => list[i - 1],
-            };
-            let until = list.get(i).map_or(NEVER, |x| x.0);
-            Seen { seq, from, until }
-        };
-        let p = match self.processes.get(&pid) {
-            Some(list) => around(list),
-            None => Seen::ALWAYS,
-        };
-        match kernel {
-            true => {
-                let k = around(&self.kernel);
-                Seen {
-                    seq: depends_on(p.seq, k.seq, true),
-                    from: p.from.max(k.from),
-                    until: p.until.min(k.until),
-                }
-            }
-            false => p,
-        }
-    }
-}
-
-/// The last change a sample saw, and the times after and before which
-/// another sample sees the same.
-#[derive(Clone, Copy)]
-struct Seen {
-    seq: u32,
-    from: At,
-    until: At,
-}
-
-impl Seen {
-    const ALWAYS: Seen = Seen {
-        seq: 0,
-        from: FIRST,
-        until: NEVER,
-    };
-
-    fn holds_at(&self, at: At) -> bool {
-        self.from < at && at < self.until
-    }
 }
 
 enum Msg {
@@ -851,84 +756,9 @@ fn replay(e: &mut Engine, file: &PerfFile, events: Vec<(At, Event)>, mut tally: 
 
 #[cfg(test)]
 mod tests {
-    use super::super::events::{KsymbolEvent, MmapEvent};
     use super::*;
     use crate::analyze::{Profile, ProfileOptions};
     use perfdata::Record;
-
-    fn mmap(pid: u32) -> Event {
-        Event::Mmap(Box::new(MmapEvent {
-            pid,
-            addr: 0x1000,
-            len: 0x1000,
-            pgoff: 0,
-            name: "/bin/x".into(),
-            build_id: None,
-        }))
-    }
-
-    fn ksym(addr: u64, len: u32, unregister: bool) -> Event {
-        Event::Ksymbol(Box::new(KsymbolEvent {
-            addr,
-            len,
-            unregister,
-            name: "bpf_prog_x".into(),
-            time: 0,
-        }))
-    }
-
-    /// The side band of the tests below, numbered as `Changes` numbers it
-    /// in the ordered replay: 1 = process 7, 2 = BPF, 3 = process 7
-    /// (an EXIT is no change), 4 = process 8, 5 and 6 = BPF.
-    fn history() -> History {
-        History::of(&[
-            ((10, 100, 0), mmap(7)),
-            ((20, 200, 0), ksym(0x5000, 0x100, false)),
-            ((20, 300, 0), Event::Exit { pid: 9, tid: 9 }),
-            ((30, 400, 0), mmap(7)),
-            ((40, 500, 0), mmap(8)),
-            ((50, 600, 0), ksym(0x5000, 0x100, true)),
-            ((60, 700, 0), ksym(0x5080, 0x100, false)),
-        ])
-    }
-
-    #[test]
-    fn a_sample_sees_the_last_change_of_its_process_before_it() {
-        let h = history();
-        let at = |t, o| h.last(7, false, (t, o, 0));
-        assert_eq!(at(5, 0).seq, 0);
-        assert_eq!(at(10, 99).seq, 0, "same time, earlier in the file");
-        assert_eq!(at(10, 101).seq, 1, "same time, later in the file");
-        assert_eq!(at(25, 0).seq, 1, "BPF events do not concern user code");
-        assert_eq!(at(35, 0).seq, 3);
-        assert_eq!(h.last(8, false, (35, 0, 0)).seq, 0);
-        assert_eq!(h.last(8, false, (45, 0, 0)).seq, 4);
-        assert_eq!(h.last(9, false, (99, 0, 0)).seq, 0, "EXIT changes nothing");
-        // Kernel code sees the later of its process's and the BPF changes.
-        assert_eq!(h.last(7, true, (25, 0, 0)).seq, 2);
-        assert_eq!(h.last(7, true, (35, 0, 0)).seq, 3);
-        assert_eq!(h.last(7, true, (65, 0, 0)).seq, 6);
-    }
-
-    #[test]
-    fn the_answer_holds_until_the_next_change_that_matters() {
-        let h = history();
-        let s = h.last(7, false, (15, 0, 0));
-        assert!(s.holds_at((29, 0, 0)) && !s.holds_at((45, 0, 0)));
-        assert!(!s.holds_at((10, 100, 0)) && s.holds_at((10, 101, 0)));
-        let k = h.last(7, true, (15, 0, 0));
-        assert!(k.holds_at((19, 0, 0)) && !k.holds_at((25, 0, 0)));
-        let never = h.last(99, false, (1, 0, 0));
-        assert!(never.holds_at((u64::MAX - 1, 0, 0)));
-    }
-
-    #[test]
-    fn bpf_ranges_cover_every_range_a_symbol_held() {
-        let h = history();
-        assert_eq!(h.bpf, vec![(0x5000, 0x5180)], "overlapping ranges merge");
-        assert!(h.may_be_bpf(0x5000) && h.may_be_bpf(0x517f));
-        assert!(!h.may_be_bpf(0x4fff) && !h.may_be_bpf(0x5180));
-    }
 
     #[test]
     fn keys_hold_every_site_and_sort_found_ones_as_locations_sort() {

@@ -21,6 +21,7 @@ mod delivery;
 mod early_frames;
 mod events;
 mod flat_pass;
+mod history;
 mod kernel_text;
 mod map_timeline;
 mod memo;
