@@ -154,6 +154,7 @@ fn count(file: &PerfFile, e: &mut Engine, progress: &mut Progress) -> Option<()>
         || History::of(&events, bpf),
         || MapTimeline::of(&events, |m| e.map_dso(m)),
     );
+    let maps = maps?;
     let next = AtomicUsize::new(0);
     let count = |_: usize, tx: Sender<Msg>| {
         let w = Worker {

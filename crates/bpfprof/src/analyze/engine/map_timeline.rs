@@ -14,13 +14,19 @@ use super::delivery::{At, FIRST, NEVER};
 use super::events::{Event, MmapEvent};
 use crate::symbolize::{overlapped, DsoId, Loc, Map, Threads};
 
-/// A map and the records after which and before which it held.
+/// A map and the events after which and before which it held, by their
+/// place in the side band ([`STILL`] for one that held to the end): the
+/// place is a sixth of a time, and a recording of thousands of processes
+/// has hundreds of thousands of pieces, moved as maps change and sorted.
 #[derive(Debug, Clone, Copy)]
 struct Piece {
     map: Map,
-    from: At,
-    until: At,
+    from: u32,
+    until: u32,
 }
+
+/// The `until` of a piece that held to the end.
+const STILL: u32 = u32::MAX;
 
 /// One process's pieces, sorted by start, and for each the largest end
 /// up to it (so a lookup knows when no earlier piece can cover it).
@@ -32,44 +38,40 @@ struct Pieces {
 
 /// One process's pieces while the timeline is built: for each of its
 /// maps now (the timeline's [`Threads`] holds them, in address order),
-/// the event it began at, and the pieces that ended. Events are counted
-/// by their place in the side band, not by their time: the maps of a busy
-/// process are moved on every change to them, and an index is an eighth
-/// of a piece.
+/// the event it began at, and the pieces that ended.
 #[derive(Default)]
 struct Building {
-    from: Vec<usize>,
-    closed: Vec<Ended>,
-}
-
-/// A piece that ended, with its events by place in the side band.
-#[derive(Clone, Copy)]
-struct Ended {
-    map: Map,
-    from: usize,
-    until: usize,
+    from: Vec<u32>,
+    closed: Vec<Piece>,
 }
 
 #[derive(Debug, Default)]
 pub(super) struct MapTimeline {
     processes: FxHashMap<u32, Pieces>,
+    /// The time of each event, by place.
+    times: Vec<At>,
 }
 
 impl MapTimeline {
     /// The timeline of the side band `events`, in time order. `dso_of`
     /// names a user map's shared object (`None` for kernel maps): called in
     /// time order, as the replay does, so that ids come out the same.
+    /// `None`, before any is named, for a side band of more events than a
+    /// piece can number.
     pub(super) fn of(
         events: &[(At, Event)],
         mut dso_of: impl FnMut(&MmapEvent) -> Option<DsoId>,
-    ) -> MapTimeline {
+    ) -> Option<MapTimeline> {
+        if u32::try_from(events.len()).ok()? == STILL {
+            return None;
+        }
         let mut threads = Threads::default();
         let mut building: FxHashMap<u32, Building> = FxHashMap::default();
         // Reused, as most events change one or two maps and a recording
         // of thousands of short-lived processes has tens of thousands of
         // them: the maps an event replaced, and when the new ones began.
         let (mut old, mut next) = (Vec::new(), Vec::new());
-        for (i, (_, ev)) in events.iter().enumerate() {
+        for (i, (_, ev)) in (0u32..).zip(events) {
             match *ev {
                 Event::Mmap(ref m) => {
                     let Some(dso) = dso_of(m) else {
@@ -121,39 +123,30 @@ impl MapTimeline {
                 _ => {}
             }
         }
-        let at = |i: usize| events[i].0;
         let processes = building
             .into_iter()
             .map(|(pid, b)| {
-                let mut ended = b.closed;
+                let mut pieces = b.closed;
                 let now = threads.maps_of(pid);
                 debug_assert_eq!(now.len(), b.from.len());
-                ended.extend(now.iter().zip(&b.from).map(|(&map, &from)| Ended {
+                pieces.extend(now.iter().zip(&b.from).map(|(&map, &from)| Piece {
                     map,
                     from,
-                    until: usize::MAX,
+                    until: STILL,
                 }));
-                ended.sort_unstable_by_key(|x| (x.map.start, x.from));
-                let mut pieces = Vec::with_capacity(ended.len());
-                let mut max_end = Vec::with_capacity(ended.len());
-                let mut m = 0;
-                for x in ended {
-                    m = x.map.end.max(m);
-                    max_end.push(m);
-                    pieces.push(Piece {
-                        map: x.map,
-                        from: at(x.from),
-                        until: if x.until == usize::MAX {
-                            NEVER
-                        } else {
-                            at(x.until)
-                        },
-                    });
-                }
+                pieces.sort_unstable_by_key(|x| (x.map.start, x.from));
+                let max_end = pieces
+                    .iter()
+                    .scan(0, |m, x| {
+                        *m = x.map.end.max(*m);
+                        Some(*m)
+                    })
+                    .collect();
                 (pid, Pieces { pieces, max_end })
             })
             .collect();
-        MapTimeline { processes }
+        let times = events.iter().map(|&(at, _)| at).collect();
+        Some(MapTimeline { processes, times })
     }
 
     /// Where a user address of `pid` was at `at`, as the replay's
@@ -164,21 +157,24 @@ impl MapTimeline {
         let Some(p) = self.processes.get(&pid) else {
             return (Loc::Unknown(addr), from, until);
         };
+        // STILL is past the last event: NEVER.
+        let time = |i: u32| self.times.get(i as usize).copied().unwrap_or(NEVER);
         for x in p.covering(addr) {
-            if x.from < at && at < x.until {
+            let (x_from, x_until) = (time(x.from), time(x.until));
+            if x_from < at && at < x_until {
                 let m = x.map;
                 return (
                     Loc::User(m.dso, (addr - m.start).wrapping_add(m.pgoff)),
-                    x.from,
-                    x.until,
+                    x_from,
+                    x_until,
                 );
             }
             // No map held it at `at`: the answer holds between the maps
             // that held it before and after.
-            if x.until < at {
-                from = from.max(x.until);
+            if x_until < at {
+                from = from.max(x_until);
             } else {
-                until = until.min(x.from);
+                until = until.min(x_from);
             }
         }
         (Loc::Unknown(addr), from, until)
@@ -208,16 +204,16 @@ impl Pieces {
 #[derive(Clone, Copy)]
 struct Was<'a> {
     maps: &'a [Map],
-    from: &'a [usize],
+    from: &'a [u32],
 }
 
 /// When the maps `now` began, after the event `at`, into `next`, given
 /// what was there before (in address order, without overlaps, as `now`
 /// is): the maps that went end there (into `ended`), the ones that
 /// stayed keep their start, the others start there.
-fn follow(was: Was, now: &[Map], at: usize, ended: &mut Vec<Ended>, next: &mut Vec<usize>) {
+fn follow(was: Was, now: &[Map], at: u32, ended: &mut Vec<Piece>, next: &mut Vec<u32>) {
     let mut old = was.maps.iter().zip(was.from).peekable();
-    let end = |(&map, &from): (&Map, &usize)| Ended {
+    let end = |(&map, &from): (&Map, &u32)| Piece {
         map,
         from,
         until: at,
@@ -343,7 +339,7 @@ mod tests {
                 };
                 events.push((at, ev));
             }
-            let timeline = MapTimeline::of(&events, dso_of);
+            let timeline = MapTimeline::of(&events, dso_of).unwrap();
             let times: Vec<At> = (0..33u64).map(|t| (10 * t + 5, 0, 0)).collect();
             let addrs: Vec<u64> = (0..0x16000).step_by(0x800).collect();
             let want = replayed(&events, &pids, &addrs, &times);
@@ -373,7 +369,7 @@ mod tests {
             ((20, 0, 0), fork(2, 1)),
             ((30, 0, 0), mmap(1, 0x1000, 0x1000, 0, "/lib2")),
         ];
-        let t = MapTimeline::of(&events, dso_of);
+        let t = MapTimeline::of(&events, dso_of).unwrap();
         assert_eq!(t.locate(2, 0x1800, (40, 0, 0)).0, Loc::User(1, 0x800));
         assert_eq!(t.locate(1, 0x1800, (40, 0, 0)).0, Loc::User(2, 0x800));
         assert_eq!(t.locate(1, 0x1800, (25, 0, 0)).0, Loc::User(1, 0x800));
@@ -392,7 +388,7 @@ mod tests {
             // Cuts the first map, whose rest starts past its offset.
             ((20, 0, 0), mmap(1, 0x1000, 0x400, 0, "/lib2")),
         ];
-        let t = MapTimeline::of(&events, dso_of);
+        let t = MapTimeline::of(&events, dso_of).unwrap();
         let times = [(15, 0, 0), (25, 0, 0)];
         let want = replayed(&events, &[1], &[0x1800], &times);
         for (i, &at) in times.iter().enumerate() {
