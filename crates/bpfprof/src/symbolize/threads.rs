@@ -29,6 +29,8 @@ pub struct Threads {
     processes: FxHashMap<u32, Process>,
     pub comms: Vec<String>,
     comm_index: FxHashMap<String, CommId>,
+    /// Set by [`Threads::forget_maps`].
+    maps_forgotten: bool,
 }
 
 impl Threads {
@@ -75,6 +77,20 @@ impl Threads {
         self.threads.insert(tid, comm);
     }
 
+    /// Drop every process's maps and keep none from now on: for a replay
+    /// that will not be asked where a user address is (the flat pass, once
+    /// the map timeline has found them all), where copying the parent's
+    /// maps at each fork and splicing each new map was most of its time.
+    pub fn forget_maps(&mut self) {
+        self.processes = FxHashMap::default();
+        self.maps_forgotten = true;
+    }
+
+    /// Whether maps are kept (they are unless [`Threads::forget_maps`]).
+    pub fn keeps_maps(&self) -> bool {
+        !self.maps_forgotten
+    }
+
     /// A new thread or process. A new process starts with its parent's
     /// mappings (until it execs and maps its own).
     pub fn fork(&mut self, pid: u32, ppid: u32, tid: u32, ptid: u32) {
@@ -85,7 +101,7 @@ impl Threads {
             None => self.comm_id(&format!(":{}", tid as i32)),
         };
         self.threads.insert(tid, comm);
-        if pid != ppid && !self.processes.contains_key(&pid) {
+        if self.keeps_maps() && pid != ppid && !self.processes.contains_key(&pid) {
             let maps = self
                 .processes
                 .get(&ppid)
@@ -105,6 +121,9 @@ impl Threads {
     /// them and the new one: rebuilding the list on every MMAP was most of
     /// replaying the side band of a compiler run thousands of times.
     pub fn mmap(&mut self, pid: u32, m: Map) {
+        if !self.keeps_maps() {
+            return;
+        }
         let maps = &mut self.processes.entry(pid).or_default().maps;
         let (first, last) = overlapped(maps, &m, |x| x);
         // What is left of the first and last maps it overlaps, around it:
@@ -227,5 +246,30 @@ mod tests {
                 assert_eq!(got, want, "round {round}, map {i}");
             }
         }
+    }
+
+    #[test]
+    fn forgetting_maps_keeps_commands_and_locates_nothing() {
+        let map = |start| Map {
+            start,
+            end: start + 0x1000,
+            pgoff: 0,
+            dso: 1,
+        };
+        let mut t = Threads::default();
+        t.set_comm(1, "parent");
+        t.mmap(1, map(0x1000));
+        assert!(t.find_map(1, 0x1800).is_some());
+        t.forget_maps();
+        assert!(!t.keeps_maps());
+        assert!(t.find_map(1, 0x1800).is_none(), "dropped");
+        t.fork(2, 1, 2, 1);
+        t.mmap(2, map(0x3000));
+        assert!(t.maps_of(2).is_empty() && t.find_map(2, 0x3800).is_none());
+        assert_eq!(
+            t.comm_name(2),
+            "parent",
+            "a child still takes its parent's command"
+        );
     }
 }

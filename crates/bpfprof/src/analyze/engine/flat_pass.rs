@@ -726,6 +726,12 @@ fn replay(e: &mut Engine, file: &PerfFile, events: Vec<(At, Event)>, mut tally: 
         .rows
         .reserve(tally.lists.iter().map(Vec::len).sum());
     let merge = e.opts.merge_threads;
+    // Each user address found on the map timeline, nothing settled below
+    // asks where one is: the replay need not keep every process's maps.
+    let user = |(k, _): &(Key, Counts)| matches!(k.site(), Site::User(_));
+    if !tally.lists.iter().flatten().any(user) {
+        e.p.sym.threads.forget_maps();
+    }
     let mut next = tally.counts().peekable();
     let mut settle = |e: &mut Engine, seq: u32| {
         while let Some((k, c)) = next.next_if(|(k, _)| k.seq <= seq) {

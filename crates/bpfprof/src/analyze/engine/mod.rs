@@ -547,6 +547,9 @@ impl Engine {
                 ptid,
             } => p.sym.threads.fork(pid, ppid, tid, ptid),
             Event::Exit { pid, tid } => p.sym.threads.exit(pid, tid),
+            // Naming the map's DSO is for the map: the flat pass, which has
+            // the replay forget maps, named them all on its map timeline.
+            Event::Mmap(_) if !p.sym.threads.keeps_maps() => {}
             Event::Mmap(ref m) => {
                 if let Some(dso) = self.map_dso(m) {
                     self.p.sym.threads.mmap(
