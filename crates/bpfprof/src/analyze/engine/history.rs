@@ -16,7 +16,7 @@ pub(super) struct History {
     kernel: Vec<(At, u32)>,
     /// Every address range a BPF symbol held at some time, merged: a
     /// kernel address outside them is the same location all along.
-    pub(super) bpf: Vec<(u64, u64)>,
+    bpf: Vec<(u64, u64)>,
 }
 
 impl History {
