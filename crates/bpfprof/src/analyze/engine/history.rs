@@ -8,8 +8,8 @@ use super::delivery::{At, FIRST, NEVER};
 use super::events::{change_of, note, Change, Event};
 use super::memo::{depends_on, Changes};
 
-/// When each process, and the BPF symbols, changed, numbered by the
-/// [`Changes`] the ordered replay numbers them with.
+/// Each process's changes and the kernel's, with their [`Changes`]
+/// numbers, and where BPF symbols ever were.
 #[derive(Default)]
 pub(super) struct History {
     processes: FxHashMap<u32, Vec<(At, u32)>>,

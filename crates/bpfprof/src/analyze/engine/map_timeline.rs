@@ -48,7 +48,8 @@ struct Building {
 #[derive(Debug, Default)]
 pub(super) struct MapTimeline {
     processes: FxHashMap<u32, Pieces>,
-    /// The time of each event, by place.
+    /// The time of each event, by place: read by every lookup, so kept
+    /// apart from the events themselves, whose records are far bigger.
     times: Vec<At>,
 }
 
@@ -94,11 +95,8 @@ impl MapTimeline {
                     threads.mmap(m.pid, map);
                     let now = threads.maps_of(m.pid);
                     let changed = &now[first..now.len() - kept];
-                    let was = Was {
-                        maps: &old,
-                        from: &b.from[first..last],
-                    };
-                    follow(was, changed, i, &mut b.closed, &mut next);
+                    let from = &b.from[first..last];
+                    follow((&old, from), changed, i, &mut b.closed, &mut next);
                     b.from.splice(first..last, next.drain(..));
                 }
                 // A new thread shares its process's maps.
@@ -112,11 +110,8 @@ impl MapTimeline {
                     old.clear();
                     old.extend_from_slice(threads.maps_of(pid));
                     threads.fork(pid, ppid, tid, ptid);
-                    let was = Was {
-                        maps: &old,
-                        from: &b.from,
-                    };
-                    follow(was, threads.maps_of(pid), i, &mut b.closed, &mut next);
+                    let now = threads.maps_of(pid);
+                    follow((&old, &b.from), now, i, &mut b.closed, &mut next);
                     b.from.clear();
                     b.from.append(&mut next);
                 }
@@ -200,19 +195,18 @@ impl Pieces {
     }
 }
 
-/// A run of a process's maps before an event, and the events they began at.
-#[derive(Clone, Copy)]
-struct Was<'a> {
-    maps: &'a [Map],
-    from: &'a [u32],
-}
-
 /// When the maps `now` began, after the event `at`, into `next`, given
-/// what was there before (in address order, without overlaps, as `now`
-/// is): the maps that went end there (into `ended`), the ones that
-/// stayed keep their start, the others start there.
-fn follow(was: Was, now: &[Map], at: u32, ended: &mut Vec<Piece>, next: &mut Vec<u32>) {
-    let mut old = was.maps.iter().zip(was.from).peekable();
+/// the maps there before and the events they began at (in address order,
+/// without overlaps, as `now` is): the maps that went end there (into
+/// `ended`), the ones that stayed keep their start, the others start there.
+fn follow(
+    (old, from): (&[Map], &[u32]),
+    now: &[Map],
+    at: u32,
+    ended: &mut Vec<Piece>,
+    next: &mut Vec<u32>,
+) {
+    let mut old = old.iter().zip(from).peekable();
     let end = |(&map, &from): (&Map, &u32)| Piece {
         map,
         from,
