@@ -4,6 +4,7 @@ use std::io::Write;
 
 use crate::input_args::InputArgs;
 use anyhow::{Context, Result};
+use bpfprof::analyze::bpf_cost::By;
 use bpfprof::analyze::callgraph::CallOrder;
 use bpfprof::analyze::fields::{self, Column};
 use bpfprof::analyze::render::{self, ReportOptions};
@@ -63,6 +64,11 @@ pub struct ReportArgs {
     /// The BPF view only: per program, all sub-programs summed.
     #[arg(long)]
     pub bpf: bool,
+    /// Break each BPF program's parts down by whose work ran it: the
+    /// command, process, thread, CPU or context (task, softirq, hardirq,
+    /// nmi) of its samples. The rows add up to the program's parts.
+    #[arg(long, value_enum)]
+    pub by: Option<bpfprof::analyze::bpf_cost::By>,
     /// Leave out the BPF summary at the top of the default report.
     #[arg(long)]
     pub no_bpf_summary: bool,
@@ -179,7 +185,8 @@ fn decide(a: &ReportArgs, has_callchains: bool, tty: bool) -> Result<Decided> {
         .any(|k| matches!(k, SortKey::Comm | SortKey::Pid | SortKey::Tid))
         || !a.comms.is_empty()
         || !a.pids.is_empty()
-        || !a.tids.is_empty();
+        || !a.tids.is_empty()
+        || matches!(a.by, Some(By::Comm | By::Pid | By::Tid));
     // perf report's rule: a terminal gets the interface unless a way of
     // printing is asked for. `--bpf` prints its own view (hook sites, maps,
     // stats: more than the interface's pane); rows by source line have no
@@ -243,7 +250,7 @@ pub fn run(a: &ReportArgs) -> Result<()> {
             callchains: d.callchains,
             progress: !a.json,
             merge_threads: !d.by_thread,
-            cpus: d.keys.contains(&SortKey::Cpu),
+            cpus: d.keys.contains(&SortKey::Cpu) || a.by == Some(By::Cpu),
             // Lines are found per address (the interface annotates).
             ip_hits: d.keys.contains(&SortKey::Srcline) || d.tui,
             ..Default::default()
@@ -262,6 +269,7 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         percent_limit: a.percent_limit,
         bpf_only: a.bpf,
         bpf_summary: !a.no_bpf_summary,
+        bpf_by: a.by,
         columns: d.columns,
         row_order: d.row_order,
     };

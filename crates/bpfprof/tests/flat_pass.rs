@@ -241,6 +241,7 @@ fn report_options(keys: &[&str], callgraph: Option<CallOrder>) -> ReportOptions 
         percent_limit: 0.0,
         bpf_only: false,
         bpf_summary: true,
+        bpf_by: None,
         columns: None,
         row_order: None,
     }

@@ -9,12 +9,24 @@
 //!   its frame replaces its caller's;
 //! - a hook frame of `bpf_hooks.rs` comes before any program frame: the
 //!   attach mechanism ran because something is attached there — **hook**.
-//!   Such samples are gathered per attach site and split between the
-//!   programs at that site: by their run counts where the recording has
-//!   the kernel's stats for each, else by their own samples at the site.
-//!   Which programs sit at a site is learnt from their own samples (the
-//!   frames above a program name its site), else from the attachments
-//!   the recorder captured, else from the attach type alone.
+//!   Each hook sample goes to one of the programs that ran on its path
+//!   (`hook_split.rs`): those seen, in their own samples, under the same
+//!   site from the same user call site, else from the same process, else
+//!   at the site anywhere — then split by their run counts where the
+//!   recording has the kernel's stats for each, else by their own samples
+//!   there. Which programs sit at a site is learnt from their own samples
+//!   (the frames above a program name its site), else from the attachments
+//!   the recorder captured, else from the attach type alone;
+//! - a trap whose handler runs with interrupts off (a uprobe's int3 and
+//!   single-step) leaves its samples where interrupts come back on; where
+//!   the trapping user address is a probed one, they are the hook's too,
+//!   and counted as **deferred**.
+//!
+//! The evidence and the splits come from every sample of the recording;
+//! a filter (`--pid`, `--comm`, `--tid`) or a breakdown (`--by`) only
+//! chooses which of the settled samples to add up, so a program's parts
+//! in a filtered view never exceed the whole, and a breakdown's rows add
+//! up to it.
 //!
 //! The walk's outcome depends only on the stack, so it is worked out once
 //! per stack node and reused by every row that ends there.
@@ -24,7 +36,8 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 
 use super::bpf_hooks::{self, Attach, Role, SiteKey};
-use super::profile::{Counts, Filters, Profile};
+use super::hook_split::{Group, Scope, Seen};
+use super::profile::{Counts, Filters, Profile, RowKey};
 use crate::symbolize::{BpfSymId, SymId};
 
 /// One program's cost.
@@ -39,8 +52,46 @@ pub struct ProgCost {
     /// Its share of the hook, per site.
     pub hook_sites: BTreeMap<Site, Counts>,
     /// Sites seen above the program in its own samples, with those
-    /// samples (the weights of a split by samples).
+    /// samples (the weights of a split by samples), over the whole
+    /// recording whatever the view.
     pub seen_at: BTreeMap<SiteKey, Counts>,
+    /// The parts by the value of `--by` (command, process, CPU, ...), when
+    /// asked for.
+    pub by: BTreeMap<String, PartCounts>,
+}
+
+/// Self, called and hook of some samples.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PartCounts {
+    pub own: Counts,
+    pub called: Counts,
+    pub hook: Counts,
+}
+
+impl PartCounts {
+    pub fn total(&self) -> Counts {
+        let mut t = self.own;
+        t.merge(self.called);
+        t.merge(self.hook);
+        t
+    }
+}
+
+/// Whose work ran a program: what `report --bpf --by` breaks its parts
+/// down by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum By {
+    /// The command of the task the sample interrupted.
+    Comm,
+    /// Its process.
+    Pid,
+    /// Its thread.
+    Tid,
+    /// The CPU.
+    Cpu,
+    /// task, softirq, hardirq or nmi: the innermost interrupt entry on
+    /// the stack.
+    Context,
 }
 
 impl ProgCost {
@@ -64,7 +115,8 @@ pub enum Site {
 impl Site {
     pub fn describe(&self) -> String {
         match self {
-            Site::At((a, s)) if s.is_empty() => a.name().to_string(),
+            // "uprobe", not "uprobe uprobe": the site adds nothing there.
+            Site::At((a, s)) if s.is_empty() || s == a.name() => a.name().to_string(),
             Site::At((a, s)) => format!("{} {s}", a.name()),
             Site::SyscallSlowPath => "syscall slow path".to_string(),
         }
@@ -83,6 +135,9 @@ pub enum SplitBy {
     Samples,
     /// Evenly: no run counts and no samples to weigh by.
     Evenly,
+    /// The programs seen on the same path (the same user call site or
+    /// process), by their samples there.
+    CallSite,
 }
 
 /// The hook samples of one site and who took them.
@@ -115,6 +170,9 @@ pub struct BpfCost {
     pub calls: FxHashMap<(BpfSymId, u32), Counts>,
     /// Present when the recording has run counts.
     pub stats: Option<StatsCost>,
+    /// Hook samples found where interrupts came back on after a trap
+    /// (`Role::Trap`), charged to the trap's hook.
+    pub deferred: Counts,
 }
 
 /// What a frame's function says to the walk.
@@ -149,6 +207,17 @@ enum Outcome {
         stats: bool,
     },
     SlowPath,
+    /// A sample where interrupts came back on after a trap from user space.
+    Trap(Attach),
+}
+
+/// A stack's outcome, with the frames that scope its hook samples: the
+/// innermost user frame (0: none) and the outermost frame.
+#[derive(Debug, Clone, Copy)]
+struct Walked {
+    out: Outcome,
+    user: u32,
+    root: u32,
 }
 
 struct Walker<'p> {
@@ -198,6 +267,22 @@ impl<'p> Walker<'p> {
             _ => None,
         };
         Some(Class::Hook(role, site))
+    }
+
+    /// Walk one stack, then find its innermost user frame and its root.
+    fn walked(&mut self, leaf: u32) -> Walked {
+        let out = self.walk(leaf);
+        let (mut user, mut root) = (0, leaf);
+        let mut node = leaf;
+        while node != 0 {
+            let (parent, frame) = self.p.stacks.nodes[node as usize];
+            if user == 0 && matches!(self.class(frame.sym), Class::User) {
+                user = node;
+            }
+            root = node;
+            node = parent;
+        }
+        Walked { out, user, root }
     }
 
     /// Walk one stack, leaf first.
@@ -261,7 +346,8 @@ impl<'p> Walker<'p> {
                         break;
                     }
                     Role::SyscallSlowPath if undecided => return Outcome::SlowPath,
-                    Role::SyscallSlowPath | Role::NotBpf => break,
+                    Role::Trap(a) if undecided => return Outcome::Trap(a),
+                    Role::SyscallSlowPath | Role::NotBpf | Role::Trap(_) => break,
                 },
             }
             node = parent;
@@ -280,11 +366,29 @@ impl<'p> Walker<'p> {
     }
 }
 
+/// The scope key of the syscall slow path's samples in [`Seen`].
+const SLOW_PATH: u32 = u32::MAX;
+
+/// The hook samples of one site as they are handed out.
+#[derive(Default)]
+struct SiteTally {
+    counts: Counts,
+    progs: BTreeMap<u32, Counts>,
+    /// Samples split each way, to name the way most of them went.
+    by: BTreeMap<u8, (u64, Option<SplitBy>)>,
+}
+
 impl BpfCost {
     /// The cost of every program, over the samples `filters` keeps (by
     /// command and process only: a program's called code is in other
-    /// shared objects than its own).
+    /// shared objects than its own), with its parts broken down `by` a
+    /// sample's key where asked.
     pub fn compute(p: &Profile, filters: Option<&Filters>) -> BpfCost {
+        Self::compute_by(p, filters, None)
+    }
+
+    /// [`BpfCost::compute`], with each program's parts also by `by`.
+    pub fn compute_by(p: &Profile, filters: Option<&Filters>, by: Option<By>) -> BpfCost {
         let mut w = Walker {
             p,
             classes: vec![None; p.sym.syms.len()],
@@ -300,74 +404,141 @@ impl BpfCost {
             dsos: Vec::new(),
             ..f.clone()
         });
-        let mut outcomes: FxHashMap<u32, Outcome> = FxHashMap::default();
-        let mut hook_at: FxHashMap<u32, Counts> = FxHashMap::default();
-        let mut slow = Counts::default();
-        let mut stats = Counts::default();
-        let mut learned: Vec<(u32, u32, Counts)> = Vec::new();
-        for ((key, node), c) in &p.chains {
-            if filters.as_ref().is_some_and(|f| !f.keep(p, key)) {
-                continue;
-            }
+        let kept = |k: &RowKey| filters.as_ref().is_none_or(|f| f.keep(p, k));
+        let mut walked: FxHashMap<u32, Walked> = FxHashMap::default();
+        // Every stack that is not Nothing, by its entry in `p.chains`, in
+        // order: the hook samples are handed out in this order.
+        let mut settled: Vec<(usize, Walked)> = Vec::new();
+        let mut seen = Seen::default();
+        // User frames where uprobe handlers ran: a trap there was a probe's.
+        let mut probed: rustc_hash::FxHashSet<u32> = Default::default();
+        for (i, ((key, node), c)) in p.chains.iter().enumerate() {
             // Most stacks end in user code, where a walk stops at once:
             // the leaf's class says so without remembering the stack.
             let leaf = p.stacks.nodes[*node as usize].1;
             if *node == 0 || matches!(w.class(leaf.sym), Class::User) {
                 continue;
             }
-            let out = match outcomes.get(node) {
+            let wk = match walked.get(node) {
                 Some(&o) => o,
                 None => {
-                    let o = w.walk(*node);
-                    outcomes.insert(*node, o);
+                    let o = w.walked(*node);
+                    walked.insert(*node, o);
                     o
                 }
             };
-            match out {
-                Outcome::Nothing => {}
+            match wk.out {
+                Outcome::Nothing => continue,
                 Outcome::Own { prog, site, calls } | Outcome::Called { prog, site, calls } => {
-                    let pc = cost.progs.entry(prog).or_default();
-                    match out {
-                        Outcome::Own { .. } => pc.own.merge(*c),
-                        _ => pc.called.merge(*c),
-                    }
                     if let Some(s) = site {
-                        learned.push((prog, s, *c));
+                        let k = w.sites[s as usize].clone();
+                        if k.0 == Attach::Uprobe {
+                            probed.insert(wk.user);
+                        }
+                        if bpf_hooks::is_syscall_site(&k) {
+                            seen.note(SLOW_PATH, wk.user, wk.root, prog, c.samples);
+                        }
+                        seen.note(s, wk.user, wk.root, prog, c.samples);
+                        let pc = cost.progs.entry(prog).or_default();
+                        pc.seen_at.entry(k).or_default().merge(*c);
                     }
-                    for &k in &w.calls[calls.0 as usize..calls.1 as usize] {
-                        cost.calls.entry(k).or_default().merge(*c);
+                    if kept(key) {
+                        let own = matches!(wk.out, Outcome::Own { .. });
+                        let pc = cost.progs.entry(prog).or_default();
+                        let part = if own { &mut pc.own } else { &mut pc.called };
+                        part.merge(*c);
+                        if let Some(b) = by {
+                            let e = pc.by.entry(by_value(p, b, key, *node)).or_default();
+                            let part = if own { &mut e.own } else { &mut e.called };
+                            part.merge(*c);
+                        }
+                        for &k in &w.calls[calls.0 as usize..calls.1 as usize] {
+                            cost.calls.entry(k).or_default().merge(*c);
+                        }
                     }
+                    continue;
                 }
+                Outcome::Hook { site, .. } if w.sites[site as usize].0 == Attach::Uprobe => {
+                    probed.insert(wk.user);
+                }
+                _ => {}
+            }
+            settled.push((i, wk));
+        }
+        let attached = recorded_sites(p);
+        let uprobe_site = w.site((Attach::Uprobe, "uprobe".to_string()));
+        let mut groups: FxHashMap<(u32, Scope), Option<Group>> = FxHashMap::default();
+        let mut tallies: BTreeMap<Site, SiteTally> = BTreeMap::new();
+        let mut stats = Counts::default();
+        for (i, wk) in settled {
+            let ((key, node), c) = &p.chains[i];
+            let (site, sid) = match wk.out {
                 Outcome::Hook { site, stats: s } => {
-                    hook_at.entry(site).or_default().merge(*c);
-                    if s {
+                    if s && kept(key) {
                         stats.merge(*c);
                     }
+                    (Site::At(w.sites[site as usize].clone()), site)
                 }
-                Outcome::SlowPath => slow.merge(*c),
+                Outcome::SlowPath => (Site::SyscallSlowPath, SLOW_PATH),
+                Outcome::Trap(Attach::Uprobe) => {
+                    let user = p.stacks.nodes[wk.user as usize].1;
+                    let page = p.sym.dsos[user.dso as usize].name == bpf_hooks::UPROBES_PAGE;
+                    if wk.user == 0 || !(page || probed.contains(&wk.user)) {
+                        continue;
+                    }
+                    if kept(key) {
+                        cost.deferred.merge(*c);
+                    }
+                    (Site::At(w.sites[uprobe_site as usize].clone()), uprobe_site)
+                }
+                _ => continue,
+            };
+            // The narrowest group with programs; the whole site's is made
+            // once, from every program's evidence there.
+            let (scope, fresh) = match seen.narrowest(sid, wk.user, wk.root) {
+                Some((scope, g)) => (scope, Some(g)),
+                None => (Scope::Site, None),
+            };
+            let group = groups
+                .entry((sid, scope))
+                .or_insert_with(|| fresh.or_else(|| cost.site_group(p, &attached, &site)));
+            let handed = match group.as_mut() {
+                Some(g) => Some((g.hand(*c), g.split_by)),
+                None => None,
+            };
+            if !kept(key) {
+                continue;
+            }
+            let t = tallies.entry(site.clone()).or_default();
+            t.counts.merge(*c);
+            let Some((shares, split_by)) = handed else {
+                cost.unclaimed.merge(*c);
+                t.by.entry(u8::MAX).or_default().0 += c.samples;
+                continue;
+            };
+            let e = t.by.entry(split_by as u8).or_default();
+            e.0 += c.samples;
+            e.1 = Some(split_by);
+            let value = by.map(|b| by_value(p, b, key, *node));
+            for (prog, part) in shares {
+                t.progs.entry(prog).or_default().merge(part);
+                let pc = cost.progs.entry(prog).or_default();
+                pc.hook.merge(part);
+                pc.hook_sites.entry(site.clone()).or_default().merge(part);
+                if let Some(v) = &value {
+                    pc.by.entry(v.clone()).or_default().hook.merge(part);
+                }
             }
         }
-        for (prog, s, c) in learned {
-            let k = w.sites[s as usize].clone();
-            cost.progs
-                .entry(prog)
-                .or_default()
-                .seen_at
-                .entry(k)
-                .or_default()
-                .merge(c);
-        }
-        let mut hooks: Vec<(Site, Counts)> = hook_at
-            .into_iter()
-            .map(|(s, c)| (Site::At(w.sites[s as usize].clone()), c))
-            .collect();
-        if slow.samples > 0 {
-            hooks.push((Site::SyscallSlowPath, slow));
-        }
-        hooks.sort_by(|a, b| a.0.cmp(&b.0));
-        let attached = recorded_sites(p);
-        for (site, c) in hooks {
-            cost.charge(p, &attached, site, c);
+        for (site, t) in tallies {
+            // The way most of the site's samples were split.
+            let split_by = t.by.values().max_by_key(|(n, _)| *n).and_then(|(_, b)| *b);
+            cost.sites.push(SiteShare {
+                site,
+                counts: t.counts,
+                progs: t.progs.into_iter().collect(),
+                split_by,
+            });
         }
         let runs: u64 = p
             .progs
@@ -384,15 +555,19 @@ impl BpfCost {
         cost
     }
 
-    /// Split one site's hook samples between the programs there.
-    fn charge(
-        &mut self,
+    /// The group of a whole site: the programs there, weighed by their run
+    /// counts, else by their own samples there, else evenly; `None` where
+    /// no program could be found.
+    fn site_group(
+        &self,
         p: &Profile,
         attached: &BTreeMap<u32, Vec<SiteKey>>,
-        site: Site,
-        c: Counts,
-    ) {
-        let progs = self.programs_at(p, attached, &site);
+        site: &Site,
+    ) -> Option<Group> {
+        let progs = self.programs_at(p, attached, site);
+        if progs.is_empty() {
+            return None;
+        }
         let runs: Option<Vec<u64>> = progs
             .iter()
             .map(|id| {
@@ -404,7 +579,7 @@ impl BpfCost {
             .iter()
             .map(|id| {
                 let pc = self.progs.get(id);
-                pc.map_or(0, |pc| match &site {
+                pc.map_or(0, |pc| match site {
                     Site::At(k) => pc.seen_at.get(k).map_or(0, |c| c.samples),
                     Site::SyscallSlowPath => pc
                         .seen_at
@@ -415,41 +590,12 @@ impl BpfCost {
                 })
             })
             .collect();
-        let (weights, by) = match (progs.len(), runs) {
-            (0, _) => {
-                self.unclaimed.merge(c);
-                self.sites.push(SiteShare {
-                    site,
-                    counts: c,
-                    progs: Vec::new(),
-                    split_by: None,
-                });
-                return;
-            }
-            (1, _) => (vec![1], SplitBy::Alone),
-            (_, Some(r)) => (r, SplitBy::RunCount),
-            _ if seen.iter().any(|&s| s > 0) => (seen, SplitBy::Samples),
-            _ => (vec![1; progs.len()], SplitBy::Evenly),
-        };
-        let samples = split(c.samples, &weights);
-        let period = split(c.period, &weights);
-        let mut shares = Vec::new();
-        for ((&id, s), per) in progs.iter().zip(samples).zip(period) {
-            let part = Counts {
-                samples: s,
-                period: per,
-            };
-            let pc = self.progs.entry(id).or_default();
-            pc.hook.merge(part);
-            pc.hook_sites.entry(site.clone()).or_default().merge(part);
-            shares.push((id, part));
-        }
-        self.sites.push(SiteShare {
-            site,
-            counts: c,
-            progs: shares,
-            split_by: Some(by),
-        });
+        let n = progs.len();
+        Some(match runs {
+            Some(r) => Group::new(progs, r, SplitBy::RunCount),
+            None if seen.iter().any(|&s| s > 0) => Group::new(progs, seen, SplitBy::Samples),
+            None => Group::new(progs, vec![1; n], SplitBy::Evenly),
+        })
     }
 
     /// The programs at a site: those seen there, else those recorded as
@@ -530,47 +676,46 @@ fn recorded_sites(p: &Profile) -> BTreeMap<u32, Vec<SiteKey>> {
     out
 }
 
-/// `total` split by `weights` in whole units, largest remainders first,
-/// so that the parts add up to the total exactly.
-fn split(total: u64, weights: &[u64]) -> Vec<u64> {
-    let sum: u128 = weights.iter().map(|&w| w as u128).sum();
-    if sum == 0 {
-        return split(total, &vec![1; weights.len()]);
+/// The value of `by` for one sample: what a breakdown's row is named.
+fn by_value(p: &Profile, by: By, key: &RowKey, node: u32) -> String {
+    match by {
+        By::Comm => p.sym.threads.comms[key.comm as usize].clone(),
+        By::Pid => key.pid.to_string(),
+        By::Tid => key.tid.to_string(),
+        By::Cpu if key.cpu == u16::MAX => "-".to_string(),
+        By::Cpu => key.cpu.to_string(),
+        By::Context => context(p, node).to_string(),
     }
-    let exact: Vec<(u64, u128)> = weights
-        .iter()
-        .map(|&w| {
-            let x = total as u128 * w as u128;
-            ((x / sum) as u64, x % sum)
-        })
-        .collect();
-    let mut parts: Vec<u64> = exact.iter().map(|e| e.0).collect();
-    let mut left = total - parts.iter().sum::<u64>();
-    let mut order: Vec<usize> = (0..weights.len()).collect();
-    order.sort_by(|&a, &b| exact[b].1.cmp(&exact[a].1).then(a.cmp(&b)));
-    for i in order {
-        if left == 0 {
-            break;
-        }
-        parts[i] += 1;
-        left -= 1;
-    }
-    parts
 }
 
-#[cfg(test)]
-mod tests {
-    use super::split;
-
-    #[test]
-    fn a_split_adds_up_and_follows_the_weights() {
-        assert_eq!(split(10, &[1, 1]), vec![5, 5]);
-        assert_eq!(split(10, &[3, 1]), vec![8, 2]);
-        assert_eq!(split(1, &[1, 1, 1]), vec![1, 0, 0]);
-        assert_eq!(split(7, &[0, 0]), vec![4, 3]);
-        assert_eq!(
-            split(u64::MAX, &[u64::MAX, 1]).iter().sum::<u64>(),
-            u64::MAX
-        );
+/// The context a stack ran in: the innermost interrupt entry among its
+/// kernel frames, else a task's. The sampling interrupt itself is not on
+/// the stack (a chain starts at the interrupted code).
+pub fn context(p: &Profile, node: u32) -> &'static str {
+    for f in p.stacks.frames(node) {
+        if !p.sym.dsos[f.dso as usize].is_kernel() {
+            break;
+        }
+        let name = &p.sym.syms[f.sym as usize].name;
+        let base = name.split('.').next().unwrap_or(name);
+        match base {
+            "asm_exc_nmi" | "exc_nmi" | "default_do_nmi" | "nmi_handle" => return "nmi",
+            "handle_softirqs" | "__do_softirq" | "do_softirq" | "run_ksoftirqd"
+            | "net_rx_action" | "net_tx_action" => return "softirq",
+            "asm_common_interrupt"
+            | "common_interrupt"
+            | "handle_irq_event"
+            | "__handle_irq_event_percpu"
+            | "handle_edge_irq"
+            | "handle_fasteoi_irq" => return "hardirq",
+            _ if base.starts_with("asm_sysvec_")
+                || base.starts_with("sysvec_")
+                || base.starts_with("__sysvec_") =>
+            {
+                return "hardirq"
+            }
+            _ => {}
+        }
     }
+    "task"
 }

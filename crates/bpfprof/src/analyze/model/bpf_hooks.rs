@@ -15,7 +15,15 @@
 //!   is taken by every syscall of every task while any syscall tracepoint
 //!   is enabled, so it is charged to the programs on syscall tracepoints;
 //! - *not BPF*: code in the same paths that runs for other reasons
-//!   (seccomp, ptrace, audit), which stops the walk.
+//!   (seccomp, ptrace, audit), which stops the walk;
+//! - a *trap* entry (int3, the debug single-step) whose handler runs with
+//!   interrupts off: cpu-clock cannot fire there, so its samples land
+//!   where interrupts come back on (`irqentry_exit_to_user_mode`) with
+//!   nothing of the handler on the stack. Such a sample is the hook's only
+//!   when the trapping user address is the attach type's own — the
+//!   `[uprobes]` out-of-line page, or an address whose other samples went
+//!   through the uprobe handlers — and stays where it is otherwise (a
+//!   debugger's breakpoint).
 //!
 //! Rows for attach types this machine's kernel cannot run (fentry/fexit,
 //! kprobes, XDP and tc dispatch, cgroup hooks, struct_ops) follow the
@@ -96,6 +104,10 @@ pub enum Role {
     SyscallSlowPath,
     /// Code on the same paths that runs for reasons other than BPF.
     NotBpf,
+    /// A trap from user space whose handler runs with interrupts off (see
+    /// the module's doc): the hook's if the user address is this attach
+    /// type's.
+    Trap(Attach),
 }
 
 struct HookFrame {
@@ -188,6 +200,14 @@ static HOOK_FRAMES: &[HookFrame] = &[
     f("handle_uretprobe_chain", Site(Uprobe, Some("uretprobe"))),
     f("uprobe_handle_trampoline", Site(Uprobe, Some("uretprobe"))),
     f("uprobe_notify_resume", Site(Uprobe, Some("uprobe"))),
+    // The breakpoint and the single-step of the probed instruction's
+    // out-of-line copy, entered from user space.
+    f("asm_exc_int3", Trap(Uprobe)),
+    f("exc_int3", Trap(Uprobe)),
+    f("do_int3_user", Trap(Uprobe)),
+    f("asm_exc_debug", Trap(Uprobe)),
+    f("exc_debug_user", Trap(Uprobe)),
+    f("noist_exc_debug", Trap(Uprobe)),
     // XDP: native (the driver calls the dispatcher) and generic.
     f("bpf_dispatcher_xdp*", Site(Xdp, Some("xdp"))),
     f("bpf_prog_run_generic_xdp", Site(Xdp, Some("xdp"))),
@@ -260,6 +280,10 @@ pub fn role(name: &str) -> Option<(Role, &str)> {
 pub fn site_of(attach: Attach, fixed: Option<&'static str>, rest: &str) -> SiteKey {
     (attach, fixed.unwrap_or(rest).to_string())
 }
+
+/// The name of the user mapping that holds uprobes' out-of-line copies
+/// of probed instructions (and the uretprobe trampoline).
+pub const UPROBES_PAGE: &str = "[uprobes]";
 
 /// Whether programs at this site run on a syscall tracepoint, and so
 /// share the cost of the syscall slow path.
@@ -402,6 +426,9 @@ mod tests {
         );
         assert_eq!(role("do_syscall_64"), None);
         assert_eq!(role("htab_map_update_elem"), None);
+        assert_eq!(role("exc_debug_user").map(|r| r.0), Some(Trap(Uprobe)));
+        // Where the deferred samples land says nothing by itself.
+        assert_eq!(role("irqentry_exit_to_user_mode"), None);
     }
 
     #[test]

@@ -8,8 +8,11 @@
 //! - [`bpf_cost`]: what each BPF program cost, in parts (its own code,
 //!   what it called, the hook that ran it), computed from the stacks;
 //! - [`bpf_hooks`]: the table of kernel frames that run programs, by
-//!   attach type, that the cost walk consults.
+//!   attach type, that the cost walk consults;
+//! - [`hook_split`]: which programs share a hook's samples, and each
+//!   sample's program.
 
 pub mod bpf_cost;
 pub mod bpf_hooks;
+pub mod hook_split;
 pub mod profile;

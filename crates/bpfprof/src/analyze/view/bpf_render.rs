@@ -177,6 +177,18 @@ pub fn table(s: &BpfSummary, limit: Option<usize>, out: &mut dyn Write) -> std::
                 at.join(", ")
             )?;
         }
+        for b in &pr.by {
+            writeln!(
+                out,
+                "#  {:>7}  {:>7}  {:>7}  {:>7}  {:>8}          by {}",
+                pct(b.percent.total),
+                pct(Some(b.percent.own)),
+                pct(b.percent.called),
+                pct(b.percent.hook),
+                b.samples.total.unwrap_or(b.samples.own),
+                b.value
+            )?;
+        }
         for h in &pr.hook_sites {
             writeln!(
                 out,
@@ -214,6 +226,14 @@ pub fn table(s: &BpfSummary, limit: Option<usize>, out: &mut dyn Write) -> std::
             s.unclaimed_hook
         )?;
     }
+    if s.deferred_hook > 0 {
+        writeln!(
+            out,
+            "#  {} hook samples moved from where interrupts came back on after a uprobe's trap \
+             (int3, single-step) to its hook",
+            s.deferred_hook
+        )?;
+    }
     if let Some(st) = &s.stats {
         let per_run = st
             .ns_per_run
@@ -246,6 +266,9 @@ fn sites(s: &BpfSummary, out: &mut dyn Write) -> std::io::Result<()> {
                     crate::analyze::bpf_cost::SplitBy::RunCount => ", split by run count",
                     crate::analyze::bpf_cost::SplitBy::Samples => ", split by their samples",
                     crate::analyze::bpf_cost::SplitBy::Evenly => ", split evenly",
+                    crate::analyze::bpf_cost::SplitBy::CallSite => {
+                        ", each sample to the programs seen on its path"
+                    }
                 };
                 format!("program {}{by}", ids.join(", "))
             }

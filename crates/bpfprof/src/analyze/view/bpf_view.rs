@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::table::Filters;
-use crate::analyze::bpf_cost::{BpfCost, SplitBy};
+use crate::analyze::bpf_cost::{BpfCost, By, SplitBy};
 use crate::analyze::profile::{Counts, Profile};
 
 /// Samples of one program, in parts. Without call chains only `self` is
@@ -116,6 +116,18 @@ pub struct ProgSummary {
     /// Whether the file holds this program's bpf_prog_info (needed to
     /// annotate it).
     pub has_info: bool,
+    /// The parts by whose work ran the program (`--by`), costliest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub by: Vec<ByRow>,
+}
+
+/// One value of `--by` (a command, process, CPU or context) and the part
+/// of a program's samples that came from it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ByRow {
+    pub value: String,
+    pub samples: Parts,
+    pub percent: Shares,
 }
 
 /// What the kernel's run-time stats cost, as measured in the recording.
@@ -155,6 +167,9 @@ pub struct BpfSummary {
     pub sites: Vec<SiteSummary>,
     /// Hook samples no program could be charged with.
     pub unclaimed_hook: u64,
+    /// Hook samples found where interrupts came back on after a trap (a
+    /// uprobe's int3 or single-step), and charged to its hook.
+    pub deferred_hook: u64,
     pub stats: Option<StatsSummary>,
     /// BPF symbols whose program id the recording never named.
     pub unattributed: Vec<(String, u64)>,
@@ -173,15 +188,21 @@ impl serde::Serialize for Counts {
 /// Summarize the BPF part of the samples `filters` keeps (by command and
 /// process); `None` when the recording has no BPF program at all.
 pub fn summarize(p: &Profile, filters: &Filters) -> Option<BpfSummary> {
+    summarize_by(p, filters, None)
+}
+
+/// [`summarize`], with each program's parts also broken down `by` whose
+/// work ran it.
+pub fn summarize_by(p: &Profile, filters: &Filters, by: Option<By>) -> Option<BpfSummary> {
     let f = Filters {
         dsos: Vec::new(),
         ..filters.clone()
     };
     let filtered = !f.comms.is_empty() || !f.pids.is_empty() || !f.tids.is_empty();
     let recomputed;
-    let cost: Option<&BpfCost> = match (&p.bpf_cost, filtered) {
+    let cost: Option<&BpfCost> = match (&p.bpf_cost, filtered || by.is_some()) {
         (Some(_), true) => {
-            recomputed = BpfCost::compute(p, Some(&f));
+            recomputed = BpfCost::compute_by(p, Some(&f), by);
             Some(&recomputed)
         }
         (c, _) => c.as_ref(),
@@ -345,6 +366,7 @@ pub fn summarize(p: &Profile, filters: &Filters) -> Option<BpfSummary> {
                 run_cnt: info.filter(|i| i.run_cnt > 0).map(|i| i.run_cnt),
                 run_time_ns: info.filter(|i| i.run_cnt > 0).map(|i| i.run_time_ns),
                 has_info: info.is_some(),
+                by: pc.map_or_else(Vec::new, |pc| by_rows(pc, &pct)),
             }
         })
         .collect();
@@ -375,9 +397,43 @@ pub fn summarize(p: &Profile, filters: &Filters) -> Option<BpfSummary> {
                 .collect()
         }),
         unclaimed_hook: cost.map_or(0, |c| c.unclaimed.samples),
+        deferred_hook: cost.map_or(0, |c| c.deferred.samples),
         stats,
         unattributed: unattributed.into_iter().collect(),
     })
+}
+
+/// A program's `--by` rows, costliest first.
+fn by_rows(pc: &crate::analyze::bpf_cost::ProgCost, pct: &dyn Fn(u64) -> f64) -> Vec<ByRow> {
+    let mut rows: Vec<ByRow> = pc
+        .by
+        .iter()
+        .map(|(v, c)| {
+            let parts = Parts {
+                own: c.own.samples,
+                called: Some(c.called.samples),
+                hook: Some(c.hook.samples),
+                total: Some(c.total().samples),
+            };
+            ByRow {
+                value: v.clone(),
+                samples: parts,
+                percent: Shares {
+                    own: pct(parts.own),
+                    called: parts.called.map(pct),
+                    hook: parts.hook.map(pct),
+                    total: parts.total.map(pct),
+                },
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.samples
+            .total
+            .cmp(&a.samples.total)
+            .then_with(|| a.value.cmp(&b.value))
+    });
+    rows
 }
 
 /// A load time as (clock time, time before the recording started), both

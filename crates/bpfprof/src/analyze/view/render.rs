@@ -27,6 +27,8 @@ pub struct ReportOptions {
     pub bpf_only: bool,
     /// The short BPF section at the top of the default report.
     pub bpf_summary: bool,
+    /// Break each program's parts down by whose work ran it (`--by`).
+    pub bpf_by: Option<crate::analyze::bpf_cost::By>,
     /// The table's columns in order (`-F`); `None`: the default ones.
     pub columns: Option<Vec<Column>>,
     /// What `-F` and `--sort` order rows by; `None`: heaviest first.
@@ -142,7 +144,7 @@ pub fn stdio_width(
             plural(*n, "sample", "samples")
         )?;
     }
-    let summary = bpf_view::summarize(p, &o.filters);
+    let summary = bpf_view::summarize_by(p, &o.filters, o.bpf_by);
     if o.bpf_only || o.bpf_summary {
         match &summary {
             Some(s) => bpf_render::table(s, (!o.bpf_only).then_some(5), out)?,
@@ -574,7 +576,7 @@ pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Res
         let view = BpfJson {
             event: &p.event,
             warnings: &p.warnings,
-            bpf: bpf_view::summarize(p, &o.filters),
+            bpf: bpf_view::summarize_by(p, &o.filters, o.bpf_by),
         };
         serde_json::to_writer_pretty(&mut *out, &view)?;
         return writeln!(out);
@@ -658,7 +660,7 @@ pub fn json(p: &Profile, o: &ReportOptions, out: &mut dyn Write) -> std::io::Res
         }),
         warnings: &p.warnings,
         rows: json_rows,
-        bpf: bpf_view::summarize(p, &o.filters),
+        bpf: bpf_view::summarize_by(p, &o.filters, o.bpf_by),
     };
     serde_json::to_writer_pretty(&mut *out, &report)?;
     writeln!(out)
