@@ -15,7 +15,6 @@
 
 mod support;
 
-use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -31,21 +30,6 @@ impl Drop for Reaped {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-/// Program ids `pid` holds fds of.
-fn progs_of(pid: u32) -> BTreeSet<u32> {
-    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
-        return BTreeSet::new();
-    };
-    dir.flatten()
-        .filter_map(|e| fs::read_to_string(e.path()).ok())
-        .flat_map(|s| {
-            s.lines()
-                .filter_map(|l| l.strip_prefix("prog_id:")?.trim().parse().ok())
-                .collect::<Vec<u32>>()
-        })
-        .collect()
 }
 
 /// CPU ticks (utime+stime) of a process, from /proc/PID/stat.
@@ -126,12 +110,17 @@ fn programs_on_different_syscalls_are_charged_only_their_own_loops() {
         support::Bpftrace::start("tracepoint:syscalls:sys_enter_getppid { @a[pid] = count(); }");
     let pid_bt =
         support::Bpftrace::start("tracepoint:syscalls:sys_enter_getpid { @b[comm] = count(); }");
-    let one = |pid: u32| {
-        let ids = progs_of(pid);
-        assert_eq!(ids.len(), 1, "bpftrace {pid} holds programs {ids:?}");
+    let one = |bt: &support::Bpftrace| {
+        let ids = bt.programs();
+        assert_eq!(
+            ids.len(),
+            1,
+            "bpftrace {} attached programs {ids:?}",
+            bt.pid()
+        );
         *ids.first().unwrap()
     };
-    let (p_ppid, p_pid) = (one(ppid_bt.pid()), one(pid_bt.pid()));
+    let (p_ppid, p_pid) = (one(&ppid_bt), one(&pid_bt));
     let start = |call: &str| Reaped(Command::new(&exe).arg(call).spawn().expect("the loop"));
     let (ppid_loop, pid_loop) = (start("getppid"), start("getpid"));
     let (a, b) = (ppid_loop.0.id(), pid_loop.0.id());

@@ -273,6 +273,32 @@ impl Bpftrace {
     pub fn pid(&self) -> u32 {
         self.0.id()
     }
+
+    /// The ids of the programs it attached, polled until `bpftool perf
+    /// show` lists some: bpftrace may close its program fds once attached
+    /// (the perf event holds them), so /proc/PID/fdinfo is not enough.
+    pub fn programs(&self) -> std::collections::BTreeSet<u32> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let ids = attached_by(self.pid());
+            if !ids.is_empty() || std::time::Instant::now() > deadline {
+                return ids;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// Program ids `bpftool perf show` finds attached by `pid`.
+pub fn attached_by(pid: u32) -> std::collections::BTreeSet<u32> {
+    let out = stdout(Command::new("bpftool").args(["perf", "show", "-j"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or(serde_json::Value::Null);
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["pid"].as_u64() == Some(pid.into()))
+        .filter_map(|e| e["prog_id"].as_u64().map(|i| i as u32))
+        .collect()
 }
 
 /// `bpfprof report --bpf --json --pid PID` of a recording: the BPF view of
