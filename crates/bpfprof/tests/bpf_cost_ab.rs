@@ -14,9 +14,12 @@
 //! round's share can swing by half. So a case runs more rounds while the
 //! median's 93% confidence interval (order statistics, no model of the
 //! noise) is wide, and the report passes when it is within 25% of some
-//! value in that interval. Cases: a C tracepoint program and a C raw tracepoint
-//! program (loaded by libbpf), a bpftrace one-liner, and libbpf-tools'
-//! syscount. All cases run one after the other in one test, so no other
+//! value in that interval. Cases: a C tracepoint program and a C raw
+//! tracepoint program (loaded by libbpf), a bpftrace one-liner,
+//! libbpf-tools' syscount, and bpftrace's uprobe and uretprobe on a user
+//! function the loop calls between rounds of counting (the probe's trap,
+//! not the program, is most of a uprobe's cost, and cpu-clock samples it
+//! only where interrupts come back on). All cases run one after the other in one test, so no other
 //! test of this binary loads programs meanwhile.
 
 mod support;
@@ -47,6 +50,8 @@ const FREQ: u64 = 4000;
 /// What one loop run should take without a program: long enough to measure,
 /// short enough for ~20 runs with programs that multiply it.
 const TARGET_SECS: f64 = 0.25;
+/// What the uprobe loop's work between two calls should take.
+const TICK_SECS: f64 = 4e-6;
 const SYSCOUNT: &str = "/usr/sbin/syscount";
 const BPFTRACE_PROG: &str = "tracepoint:syscalls:sys_enter_getppid { @c[comm, pid] = count(); }";
 
@@ -139,9 +144,29 @@ fn build() -> Tools {
     }
 }
 
+/// What the loop does: getppid calls, or calls of a user function after
+/// `tick` rounds of counting each.
+#[derive(Clone, Copy, Debug)]
+struct Work {
+    /// Calls per measured run.
+    n: u64,
+    tick: Option<u64>,
+}
+
+impl Work {
+    /// cost_loop's arguments for `n` calls (0: until killed).
+    fn args(&self, n: u64) -> Vec<String> {
+        let mut a = vec![n.to_string()];
+        if let Some(w) = self.tick {
+            a.extend(["tick".to_string(), w.to_string()]);
+        }
+        a
+    }
+}
+
 /// CPU seconds (user+sys) of one loop run of `n` calls.
-fn loop_secs(t: &Tools, n: u64) -> f64 {
-    let out = support::stdout(Command::new(&t.cost_loop).arg(n.to_string()));
+fn loop_secs(t: &Tools, w: &Work, n: u64) -> f64 {
+    let out = support::stdout(Command::new(&t.cost_loop).args(w.args(n)));
     let us: Vec<f64> = out
         .split_whitespace()
         .map(|x| x.parse().expect("cost_loop prints microseconds"))
@@ -156,6 +181,8 @@ enum Kind {
     RawTracepoint,
     Bpftrace,
     Syscount,
+    Uprobe,
+    Uretprobe,
 }
 
 impl Kind {
@@ -165,7 +192,13 @@ impl Kind {
             Kind::RawTracepoint => "C raw_tracepoint (hash)",
             Kind::Bpftrace => "bpftrace count()",
             Kind::Syscount => "libbpf-tools syscount",
+            Kind::Uprobe => "bpftrace uprobe",
+            Kind::Uretprobe => "bpftrace uretprobe",
         }
+    }
+
+    fn is_uprobe(self) -> bool {
+        matches!(self, Kind::Uprobe | Kind::Uretprobe)
     }
 
     /// What the holder prints on stdout once its programs are attached (or,
@@ -174,7 +207,7 @@ impl Kind {
     fn ready_line(self) -> &'static str {
         match self {
             Kind::Tracepoint | Kind::RawTracepoint => "ready",
-            Kind::Bpftrace => "Attaching",
+            Kind::Bpftrace | Kind::Uprobe | Kind::Uretprobe => "Attaching",
             Kind::Syscount => "",
         }
     }
@@ -268,6 +301,19 @@ fn attach(t: &Tools, kind: Kind, round: usize) -> Holder {
             c
         }
         Kind::Syscount => Command::new(SYSCOUNT),
+        Kind::Uprobe | Kind::Uretprobe => {
+            let probe = if kind == Kind::Uprobe {
+                "uprobe"
+            } else {
+                "uretprobe"
+            };
+            let mut c = Command::new("bpftrace");
+            c.arg("-e").arg(format!(
+                "{probe}:{}:cost_tick {{ @c = count(); }}",
+                t.cost_loop.display()
+            ));
+            c
+        }
     };
     let tag = format!("{kind:?}.{round}");
     let out = support::path(&t.dir, &format!("{tag}.out"));
@@ -349,10 +395,10 @@ struct Parts {
 }
 
 /// Record the loop (programs attached) and report its samples.
-fn record_and_report(t: &Tools, h: &Holder) -> (u32, PathBuf, Result<Parts, String>) {
+fn record_and_report(t: &Tools, w: &Work, h: &Holder) -> (u32, PathBuf, Result<Parts, String>) {
     let file = support::path(&t.dir, &format!("{:?}.data", h.kind));
     let mut lp = Command::new(&t.cost_loop)
-        .arg("0")
+        .args(w.args(0))
         .stdout(Stdio::null())
         .spawn()
         .expect("cost_loop");
@@ -476,7 +522,8 @@ struct Outcome {
     parts: Result<Parts, String>,
 }
 
-fn run_case(t: &Tools, kind: Kind, n: u64) -> Outcome {
+fn run_case(t: &Tools, kind: Kind, w: &Work) -> Outcome {
+    let n = w.n;
     let (mut without, mut with) = (Vec::new(), Vec::new());
     let mut last = None;
     let mut redos = 0;
@@ -494,15 +541,15 @@ fn run_case(t: &Tools, kind: Kind, n: u64) -> Outcome {
         // round slow both runs and are in the recording's total alike; one
         // that comes or goes makes the round worthless.
         let others = syscall_hooks();
-        let a = loop_secs(t, n);
+        let a = loop_secs(t, w, n);
         let h = attach(t, kind, round);
         // Warm up: the first calls after attaching are not like the rest
         // (bpftrace's first run is often faster).
-        loop_secs(t, n / 10);
-        let b = loop_secs(t, n);
+        loop_secs(t, w, n / 10);
+        let b = loop_secs(t, w, n);
         let recorded = (without.len() + 1 == ROUNDS).then(|| {
             let progs = describe(&h.progs);
-            let (loop_pid, file, parts) = record_and_report(t, &h);
+            let (loop_pid, file, parts) = record_and_report(t, w, &h);
             (progs, loop_pid, file, parts)
         });
         let changed: BTreeSet<u32> = syscall_hooks()
@@ -578,11 +625,41 @@ fn program_cost_matches_the_ab_truth() {
     let t = build();
     // Calls per run for ~TARGET_SECS without a program.
     let probe = 500_000;
-    let per_call = loop_secs(&t, probe) / probe as f64;
-    let n = ((TARGET_SECS / per_call) as u64).clamp(200_000, 5_000_000);
+    let sys = Work {
+        n: probe,
+        tick: None,
+    };
+    let per_call = loop_secs(&t, &sys, probe) / probe as f64;
+    let sys = Work {
+        n: ((TARGET_SECS / per_call) as u64).clamp(200_000, 5_000_000),
+        ..sys
+    };
     eprintln!(
-        "loop: {n} getppid calls per run ({:.0} ns each without a program)",
+        "loop: {} getppid calls per run ({:.0} ns each without a program)",
+        sys.n,
         per_call * 1e9
+    );
+    // Counting rounds for TICK_SECS between calls: a uprobe's trap takes
+    // microseconds, so the probe is a fair share of the loop, not all of it.
+    // The least of three runs: the machine is shared.
+    let (calls, rounds) = (20_000, 10_000);
+    let counting = Work {
+        n: calls,
+        tick: Some(rounds),
+    };
+    let per_round = (0..3)
+        .map(|_| loop_secs(&t, &counting, calls))
+        .fold(f64::INFINITY, f64::min)
+        / (calls * rounds) as f64;
+    let w = ((TICK_SECS / per_round) as u64).clamp(100, 1_000_000);
+    let tick = Work {
+        n: (TARGET_SECS / TICK_SECS) as u64,
+        tick: Some(w),
+    };
+    eprintln!(
+        "loop: {} user calls per run, each after {w} counting rounds ({:.1} µs)",
+        tick.n,
+        w as f64 * per_round * 1e6
     );
 
     let outcomes: Vec<Outcome> = [
@@ -590,11 +667,13 @@ fn program_cost_matches_the_ab_truth() {
         Kind::RawTracepoint,
         Kind::Bpftrace,
         Kind::Syscount,
+        Kind::Uprobe,
+        Kind::Uretprobe,
     ]
     .into_iter()
     .map(|k| {
         let t0 = Instant::now();
-        let o = run_case(&t, k, n);
+        let o = run_case(&t, k, if k.is_uprobe() { &tick } else { &sys });
         eprintln!(
             "{} ({:.0}s): {:.2}s -> {:.2}s, truth {:.1}% (interval {:.1}..{:.1}%, \
              rounds {:.1}..{:.1}%), programs {:?}, loop pid {} in {}\n  runs (s, without/with):{}",
