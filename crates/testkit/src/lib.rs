@@ -31,6 +31,31 @@ pub fn skip(why: &str) {
         panic!("{test}: CI is set, so this test may not be skipped: {why}");
     }
     eprintln!("skipped: {test}: {why}");
+    log_skip(test, std::panic::Location::caller().file(), why);
+}
+
+/// The test harness captures a passing test's output, so a skip would look
+/// like a pass: scripts/test names a file in `BPFPROF_SKIP_LOG`, each skip
+/// appends a line to it, and the script ends with their count and reasons.
+fn log_skip(test: &str, file: &str, why: &str) {
+    use std::io::Write;
+    let Some(path) = std::env::var_os("BPFPROF_SKIP_LOG") else {
+        return;
+    };
+    // One write of one line with O_APPEND: lines of tests running at once
+    // do not interleave.
+    let line = format!("{file}: {test}: {why}\n");
+    let written = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = written {
+        eprintln!(
+            "cannot note the skip in {}: {e}",
+            Path::new(&path).display()
+        );
+    }
 }
 
 /// `ok`, or else [`skip`] with `why` and `false`: `if !require(..) { return }`.

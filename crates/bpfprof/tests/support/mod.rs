@@ -14,6 +14,7 @@ pub use testkit::{has_perf, is_root, require, run};
 
 /// Whether a live test can run: root (to load BPF programs and sample the
 /// system), and Linux perf when it is the oracle.
+#[track_caller]
 pub fn live(needs_perf: bool) -> bool {
     require(
         is_root(),
