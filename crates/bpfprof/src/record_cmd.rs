@@ -174,6 +174,15 @@ impl RecordArgs {
         if freq == 0 {
             bail!("-F must be above 0");
         }
+        let freq = if self.count.is_some() {
+            freq
+        } else {
+            let (fit, why) = bpfprof::capture::caps::fit_freq(freq, self.freq.is_some());
+            if let (Some(why), false) = (why, self.quiet) {
+                eprintln!("bpfprof: {why}");
+            }
+            fit
+        };
         if self.count == Some(0) {
             bail!("-c must be above 0");
         }

@@ -72,6 +72,11 @@ pub fn run(a: &TopArgs) -> anyhow::Result<i32> {
     if a.freq == 0 {
         bail!("-F: the frequency must be at least 1 Hz");
     }
+    // top has no way to tell -F 4000 from the default: it says the same.
+    let (freq, why) = bpfprof::capture::caps::fit_freq(a.freq, true);
+    if let Some(why) = why {
+        eprintln!("bpfprof: {why}");
+    }
     if !a.mmap_pages.is_power_of_two() {
         bail!(
             "-m: the ring size must be a power of two pages, not {}",
@@ -89,7 +94,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<i32> {
     bpfprof::top::run(&TopOptions {
         live: LiveOptions {
             pids: (!a.pid.is_empty()).then(|| a.pid.clone()),
-            freq: a.freq,
+            freq,
             data_pages: a.mmap_pages,
             bpf_stats: a.bpf_stats,
             idle: a.idle,

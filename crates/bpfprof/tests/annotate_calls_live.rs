@@ -170,6 +170,8 @@ fn rec() -> Option<&'static Recording> {
 }
 
 fn record(bpftool: &Path) -> Recording {
+    // Programs load while perf is the oracle of other tests' recordings.
+    let _machine = testkit::machine_lock();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("recording-annotate-calls");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

@@ -12,29 +12,7 @@ use std::time::{Duration, Instant};
 
 use support::*;
 
-/// Sets a sysctl and puts the old value back when dropped.
-struct Sysctl {
-    name: &'static str,
-    old: String,
-}
-
-impl Sysctl {
-    fn set(name: &'static str, value: &str) -> Sysctl {
-        let path = format!("/proc/sys/{}", name.replace('.', "/"));
-        let old = std::fs::read_to_string(&path).unwrap().trim().to_string();
-        std::fs::write(&path, value).unwrap_or_else(|e| panic!("setting {name}={value}: {e}"));
-        Sysctl { name, old }
-    }
-}
-
-impl Drop for Sysctl {
-    fn drop(&mut self) {
-        let path = format!("/proc/sys/{}", self.name.replace('.', "/"));
-        if let Err(e) = std::fs::write(&path, &self.old) {
-            eprintln!("could not restore {}={}: {e}", self.name, self.old);
-        }
-    }
-}
+use testkit::Sysctl;
 
 struct Spinners(Vec<Child>);
 
@@ -355,4 +333,49 @@ fn missing_tracefs_is_said_in_a_sentence() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("tracefs is not mounted"), "{err}");
+}
+
+/// The kernel lowers `perf_event_max_sample_rate` by itself on a busy
+/// machine, and refuses a higher -F with EINVAL. perf lowers the frequency
+/// and says so; so must record. Oracle: perf's own reading of the file's
+/// event attributes.
+#[test]
+fn a_frequency_over_the_kernels_maximum_is_lowered_and_said() {
+    let _serial = support::one_at_a_time();
+    if !live(true) {
+        return;
+    }
+    let dir = tempdir();
+    let max: u64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let low = (max / 4).clamp(100, 1000);
+    let _rate = Sysctl::set("kernel.perf_event_max_sample_rate", &low.to_string());
+    for (args, said) in [
+        (&["-F", "5000"][..], "-F 5000 is over the kernel's maximum"),
+        (&[][..], "lowering the default frequency from 4000"),
+    ] {
+        let f = path(&dir, "low.data");
+        let o = bpfprof()
+            .args(["record", "-a", "--duration", "0.3", "-o"])
+            .arg(&f)
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "record {args:?}: {err}");
+        assert!(
+            err.contains(said) && err.contains("perf_event_max_sample_rate"),
+            "record {args:?} did not say why it lowered the rate: {err}"
+        );
+        let evlist = support::stdout(Command::new("perf").args(["evlist", "-v", "-i"]).arg(&f));
+        let first = evlist.lines().next().unwrap_or_default();
+        assert!(
+            first.contains(&format!("sample_freq }}: {low}"))
+                || first.contains(&format!("sample_freq: {low}")),
+            "record {args:?} under a maximum of {low} Hz: perf evlist -v says {first}"
+        );
+    }
 }

@@ -10,6 +10,9 @@
 
 #![warn(missing_docs)]
 
+mod machine;
+pub use machine::{machine_lock, MachineLock, Sysctl};
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -107,9 +107,59 @@ pub fn restrictions() -> Vec<String> {
     v
 }
 
+/// The kernel's ceiling on sampling frequencies,
+/// `kernel.perf_event_max_sample_rate`; it lowers it by itself when
+/// sampling interrupts take too long (a busy machine), so it is read just
+/// before opening, never assumed.
+pub fn max_sample_rate() -> Option<u64> {
+    sysctl("perf_event_max_sample_rate").and_then(|r| u64::try_from(r).ok())
+}
+
+/// perf record's rule for a frequency over the ceiling: lower it to the
+/// ceiling and say so (the kernel refuses more with EINVAL). `asked`: given
+/// with -F, not the default.
+pub fn fit_freq(freq: u64, asked: bool) -> (u64, Option<String>) {
+    fit_freq_to(freq, asked, max_sample_rate())
+}
+
+fn fit_freq_to(freq: u64, asked: bool, max: Option<u64>) -> (u64, Option<String>) {
+    match max {
+        Some(max) if max > 0 && freq > max => {
+            let why = if asked {
+                format!("-F {freq} is over the kernel's maximum sampling rate ({max} Hz): sampling at {max} Hz")
+            } else {
+                format!("lowering the default frequency from {freq} to {max} Hz, the kernel's maximum sampling rate")
+            };
+            (
+                max,
+                Some(format!(
+                    "{why}; the kernel lowers kernel.perf_event_max_sample_rate when sampling interrupts take too long, and `sysctl kernel.perf_event_max_sample_rate=N` raises it"
+                )),
+            )
+        }
+        _ => (freq, None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frequency_over_the_ceiling_is_lowered_and_said() {
+        assert_eq!(fit_freq_to(4000, false, Some(100_000)), (4000, None));
+        assert_eq!(fit_freq_to(4000, true, None), (4000, None));
+        let (f, why) = fit_freq_to(50_000, true, Some(12_500));
+        assert_eq!(f, 12_500);
+        let why = why.unwrap();
+        assert!(
+            why.contains("-F 50000") && why.contains("perf_event_max_sample_rate"),
+            "{why}"
+        );
+        let (f, why) = fit_freq_to(4000, false, Some(1000));
+        assert_eq!(f, 1000);
+        assert!(why.unwrap().contains("default frequency from 4000 to 1000"));
+    }
 
     #[test]
     fn cap_eff_and_what_is_lacking() {

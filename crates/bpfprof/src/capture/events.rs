@@ -344,14 +344,30 @@ impl Opener {
 }
 
 /// Open with `attr`, and without `flags::BUILD_ID` if the kernel refuses it.
+/// The kernel may also have lowered its maximum sampling rate since the
+/// options were decided (it does under load): then the frequency follows.
 fn open_with_fallback(attr: &mut EventAttr, pid: i32, cpu: i32) -> io::Result<OwnedFd> {
     match sys::perf_event_open(attr, pid, cpu) {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) && over_the_ceiling(attr) => {
+            let (freq, why) = super::caps::fit_freq(attr.sample_period, true);
+            if let Some(why) = why {
+                eprintln!("bpfprof: {why}");
+            }
+            attr.sample_period = freq;
+            open_with_fallback(attr, pid, cpu)
+        }
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) && attr.has(flags::BUILD_ID) => {
             attr.flags &= !flags::BUILD_ID;
             sys::perf_event_open(attr, pid, cpu)
         }
         r => r,
     }
+}
+
+/// A frequency (not a period) above the kernel's ceiling as it is now.
+fn over_the_ceiling(attr: &EventAttr) -> bool {
+    attr.has(flags::FREQ)
+        && super::caps::max_sample_rate().is_some_and(|m| m > 0 && attr.sample_period > m)
 }
 
 /// Open the tracking dummies and sampling events and map one ring per CPU.

@@ -117,6 +117,9 @@ pub fn shared(
 }
 
 fn record(name: &str, seed: u32, perf_args: &[&str], load_during: bool) -> Recording {
+    // perf records while a program loads: another test's BPF-event
+    // listener beside it would make the kernel grow perf's records.
+    let _machine = testkit::machine_lock();
     // Not a TempDir: statics are never dropped, and a fixed place per
     // recording lets a failing test's file be looked at.
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("recording-{name}"));

@@ -231,13 +231,11 @@ pub fn record_while(data: &Path, args: &[&str], mut work: impl FnMut()) {
     }
 }
 
-/// Held by the tests of one binary that must not run at once: a machine-wide
-/// sysctl a test flips, or `perf record` beside `bpfprof record` while BPF
-/// programs load (the kernel then writes over-long records into perf's
-/// ring, and perf 6.1 aborts). Tests of one binary run two at a time.
-pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+/// Held by tests that must not run at once, in this binary or any other:
+/// a machine-wide sysctl a test flips, or `perf record` beside `bpfprof
+/// record` while BPF programs load (see `testkit::machine_lock`).
+pub fn one_at_a_time() -> testkit::MachineLock {
+    testkit::machine_lock()
 }
 
 /// bpftrace running a script, killed and reaped when dropped, so that a
